@@ -1,0 +1,1 @@
+"""KV-decompression benchmark harness: discover -> build -> check -> time -> report -> compare."""

@@ -1,0 +1,210 @@
+"""Build: compile each variant with load_inline into a build directory keyed by a hash of what goes in."""
+from __future__ import annotations
+
+import concurrent.futures
+import contextlib
+import dataclasses
+import hashlib
+import logging
+import os
+import re
+import shutil
+import sys
+import time
+from pathlib import Path
+
+import torch
+
+from harness.errors import ToolchainError
+
+log = logging.getLogger(__name__)
+
+FORWARD_DECL = ("torch::Tensor forward(torch::Tensor hidden, torch::Tensor w_down, "
+                "torch::Tensor w_up_k, torch::Tensor w_up_v, int64_t kv_heads);")
+BASE_NVCC_FLAGS = ("-O3", "-lineinfo")
+TEMPLATE_VERSION = "1"  # bump when the declaration, binding or base flags change
+DEFAULT_CACHE = Path(__file__).resolve().parent.parent / "build" / "extensions"
+
+
+@dataclasses.dataclass(frozen=True)
+class ExtensionSource:
+    """What load_inline gets: a name, CUDA source, the C++ declarations and functions to bind."""
+    name: str
+    cuda_source: str
+    declarations: str
+    functions: tuple[str, ...]
+    nvcc_flags: tuple[str, ...] = ()
+    ldflags: tuple[str, ...] = ()
+
+
+@dataclasses.dataclass(frozen=True)
+class BuildResult:
+    name: str
+    ok: bool
+    cached: bool = False
+    so_path: str = ""
+    module_name: str = ""
+    seconds: float = 0.0
+    message: str = ""      # first compiler/linker/import error lines when not ok
+    log_path: str = ""
+
+
+@contextlib.contextmanager
+def toolchain_env():
+    """Point torch at a working CUDA toolkit for the duration of a build, then restore.
+
+    torch guesses CUDA_HOME=/usr/local from /usr/local/bin/nvcc on some machines and the link then
+    fails on -lcudart; /usr/local/cuda is the toolkit's real home there.
+    """
+    saved_env = os.environ.get("CUDA_HOME")
+    home = saved_env
+    if home is None and Path("/usr/local/cuda/bin/nvcc").exists():
+        home = "/usr/local/cuda"
+    if home is not None:
+        os.environ["CUDA_HOME"] = home
+    from torch.utils import cpp_extension  # reads CUDA_HOME when first imported
+
+    saved_attr = cpp_extension.CUDA_HOME
+    try:
+        if home is not None:
+            cpp_extension.CUDA_HOME = home
+        yield home or saved_attr
+    finally:
+        if saved_env is None:
+            os.environ.pop("CUDA_HOME", None)
+        else:
+            os.environ["CUDA_HOME"] = saved_env
+        cpp_extension.CUDA_HOME = saved_attr
+
+
+def check_toolchain(cuda_home: str | None) -> None:
+    if torch.version.cuda is None:
+        raise ToolchainError(f"torch {torch.__version__} is not a CUDA build; install a CUDA build "
+                             f"(pip install -r requirements.txt)")
+    nvcc = Path(cuda_home or "", "bin", "nvcc")
+    if not cuda_home or not nvcc.exists():
+        raise ToolchainError("nvcc not found: set CUDA_HOME to a CUDA toolkit (with bin/nvcc)")
+
+
+def arch_flags() -> tuple[str, ...]:
+    """-gencode flags: TORCH_CUDA_ARCH_LIST when set, else the GPU present, else sm_90 (H200)."""
+    spec = os.environ.get("TORCH_CUDA_ARCH_LIST", "").strip()
+    if not spec:
+        if torch.cuda.is_available():
+            major, minor = torch.cuda.get_device_capability()
+            spec = f"{major}.{minor}"
+        else:
+            spec = "9.0"
+    flags = []
+    for arch in re.split(r"[;\s,]+", spec):
+        if not arch:
+            continue
+        ptx = arch.endswith("+PTX")
+        arch = arch.removesuffix("+PTX")
+        m = re.fullmatch(r"(\d+)\.(\d+)([af]?)", arch)
+        if not m:
+            raise ToolchainError(f"TORCH_CUDA_ARCH_LIST entry '{arch}' is not like 9.0 or 9.0a")
+        num = f"{m.group(1)}{m.group(2)}{m.group(3)}"
+        flags.append(f"-gencode=arch=compute_{num},code=sm_{num}")
+        if ptx:
+            flags.append(f"-gencode=arch=compute_{num},code=compute_{num}")
+    return tuple(flags)
+
+
+def wheel_cuda_dirs() -> tuple[list[Path], list[Path]]:
+    """Include and library folders of the CUDA wheels torch depends on (cublas_v2.h, libcublas.so.13)."""
+    site = Path(torch.__file__).resolve().parent.parent / "nvidia"
+    includes = sorted(p for p in site.glob("cu*/include") if p.is_dir())
+    libs = sorted(p for p in site.glob("cu*/lib") if p.is_dir())
+    return includes, libs
+
+
+def resolve_ldflags(flags: tuple[str, ...], lib_dirs: list[Path]) -> list[str]:
+    """`-lNAME` where only a versioned libNAME.so.N exists (the CUDA wheels) becomes `-l:libNAME.so.N`."""
+    out = []
+    for flag in flags:
+        m = re.fullmatch(r"-l([\w+.-]+)", flag)
+        if m and not any((d / f"lib{m.group(1)}.so").exists() for d in lib_dirs):
+            versioned = sorted(p.name for d in lib_dirs for p in d.glob(f"lib{m.group(1)}.so.*"))
+            if versioned:
+                flag = f"-l:{min(versioned, key=len)}"
+        out.append(flag)
+    return out
+
+
+def build_key(src: ExtensionSource, archs: tuple[str, ...]) -> str:
+    h = hashlib.sha256()
+    for part in (TEMPLATE_VERSION, torch.__version__, sys.version, src.cuda_source, src.declarations,
+                 *src.functions, *BASE_NVCC_FLAGS, *src.nvcc_flags, *src.ldflags, *archs):
+        h.update(part.encode())
+        h.update(b"\0")
+    return h.hexdigest()[:12]
+
+
+def first_error_lines(text: str, limit: int = 6) -> str:
+    lines = [ln.strip() for ln in text.splitlines()]
+    errors = [ln for ln in lines if re.search(r"\berror\b|undefined (symbol|reference)", ln, re.I)]
+    picked = errors[:limit] or [ln for ln in lines if ln][-limit:]
+    return "\n".join(picked)
+
+
+def build_one(src: ExtensionSource, cache_root: Path = DEFAULT_CACHE) -> BuildResult:
+    """Compile, link and import one extension; a failure becomes a BuildResult, never an exception."""
+    from torch.utils.cpp_extension import load_inline
+
+    archs = arch_flags()
+    module_name = f"{src.name}_{build_key(src, archs)}"
+    build_dir = Path(cache_root) / module_name
+    cached = any(build_dir.glob(f"{module_name}*.so"))
+    build_dir.mkdir(parents=True, exist_ok=True)
+    includes, lib_dirs = wheel_cuda_dirs()
+    cuda_home = os.environ.get("CUDA_HOME", "")
+    lib_dirs = lib_dirs + [p for p in (Path(cuda_home, "lib64"),) if cuda_home and p.is_dir()]
+    ldflags = [f"-L{d}" for d in lib_dirs] + [f"-Wl,-rpath,{d}" for d in lib_dirs]
+    ldflags += resolve_ldflags(src.ldflags, lib_dirs)
+    start = time.perf_counter()
+    log_path = build_dir / "build.log"
+    try:
+        module = load_inline(
+            name=module_name, cpp_sources="#include <torch/extension.h>\n" + src.declarations,
+            cuda_sources=src.cuda_source, functions=list(src.functions),
+            extra_cflags=["-O2"], extra_cuda_cflags=[*BASE_NVCC_FLAGS, *archs, *src.nvcc_flags],
+            extra_ldflags=ldflags, extra_include_paths=[str(p) for p in includes],
+            build_directory=str(build_dir), verbose=False)
+    except Exception as exc:  # compile, link and import errors all end here
+        text = str(exc)
+        log_path.write_text(text)
+        return BuildResult(src.name, ok=False, seconds=time.perf_counter() - start,
+                           message=first_error_lines(text), log_path=str(log_path))
+    seconds = time.perf_counter() - start
+    return BuildResult(src.name, ok=True, cached=cached, so_path=module.__file__, module_name=module_name,
+                       seconds=seconds, log_path=str(log_path))
+
+
+def build_all(sources: list[ExtensionSource], cache_root: Path = DEFAULT_CACHE,
+              jobs: int | None = None, heartbeat_s: float = 20.0) -> dict[str, BuildResult]:
+    """Build in parallel threads (each load_inline runs its own ninja), logging progress as they finish."""
+    jobs = jobs or max(1, min(len(sources), os.cpu_count() or 1))
+    results: dict[str, BuildResult] = {}
+    with toolchain_env() as cuda_home:
+        check_toolchain(cuda_home)
+        log.info("building %d extension(s), %d at a time, for %s", len(sources), jobs, " ".join(arch_flags()))
+        start = time.perf_counter()
+        with concurrent.futures.ThreadPoolExecutor(max_workers=jobs) as pool:
+            pending = {pool.submit(build_one, s, cache_root): s.name for s in sources}
+            while pending:
+                done, _ = concurrent.futures.wait(pending, timeout=heartbeat_s,
+                                                  return_when=concurrent.futures.FIRST_COMPLETED)
+                for fut in done:
+                    res = fut.result()
+                    results[pending.pop(fut)] = res
+                    how = "cached" if res.cached else ("built" if res.ok else "FAILED")
+                    log.info("[%d/%d] %s: %s in %.1f s", len(results), len(sources), res.name, how, res.seconds)
+                if pending and not done:
+                    log.info("still building: %s (%.0f s)", ", ".join(sorted(pending.values())),
+                             time.perf_counter() - start)
+    return results
+
+
+def clean(cache_root: Path = DEFAULT_CACHE) -> None:
+    shutil.rmtree(cache_root, ignore_errors=True)

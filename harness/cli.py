@@ -1,0 +1,184 @@
+"""Command line: parse, run the stages in order, print, and turn outcomes into exit codes."""
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import datetime
+import logging
+import sys
+import tempfile
+from pathlib import Path
+
+from harness import compare, discover, env, runner
+from harness.errors import ToolchainError, UsageError
+from harness.problem import DEFAULT_TOKENS, parse_dtypes, parse_shapes
+from harness.records import Task
+from harness.report import render_markdown, render_table, result_dict
+from harness.resultfile import read_result_file, write_result_file
+from harness.stats import StoppingRule
+from harness.worker import Settings
+
+EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_TOOLCHAIN, EXIT_INTERRUPTED = 0, 1, 2, 3, 130
+REPO = Path(__file__).resolve().parent.parent
+log = logging.getLogger("harness")
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message):  # one line, exit 2
+        raise UsageError(message)
+
+
+def bench_parser() -> argparse.ArgumentParser:
+    p = _Parser(prog="run_bench.py", description="Check and time every CUDA variant in kernels/ against "
+                "the PyTorch reference. `run_bench.py compare BASELINE CURRENT` compares two result files.")
+    p.add_argument("--variant", default="all", help="'all' or a comma list of kernel names (file stems)")
+    p.add_argument("--shape", action="append", help="presets (comma list) or b=..,s=..,d=..,rank=..,heads=..,"
+                   "head_dim=..; repeat the flag for several explicit shapes (default: seed)")
+    p.add_argument("--tokens", type=int, default=DEFAULT_TOKENS, help="tokens (b=1, s=N) of the model presets")
+    p.add_argument("--dtype", default="float32", help="comma list of float32, bfloat16, float16")
+    p.add_argument("--json", type=Path, help="result file (default: results/<date>-<gpu>.json)")
+    p.add_argument("--markdown", type=Path, help="also write the table as markdown here")
+    p.add_argument("--hot", action="store_true", help="keep the L2 warm between GPU-time samples")
+    p.add_argument("--flush", choices=("read", "write"), default="read",
+                   help="how a cold sample evicts the L2: read a 2x-L2 buffer (default) or write it")
+    p.add_argument("--rounds", type=int, default=2, help="timing rounds per row; their spread is recorded")
+    p.add_argument("--budget", type=float, default=1.5, help="seconds of sampling per row, kind and round at most")
+    p.add_argument("--noise", type=float, default=0.005, help="stop once the median's relative SE is below this")
+    p.add_argument("--trials", type=int, default=3, help="correctness trials on fresh random inputs")
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--timeout", type=float, default=600.0, help="seconds a row may take before it is timed out")
+    p.add_argument("--kernels", type=Path, default=REPO / "kernels", help="folder of variant .cu files")
+    p.add_argument("--jobs", type=int, help="parallel builds (default: CPU count)")
+    p.add_argument("--allow-failures", action="store_true", help="exit 0 even if a variant fails")
+    p.add_argument("--compare", type=Path, metavar="BASELINE", help="after the run, compare against this file")
+    p.add_argument("--save-baseline", action="store_true", help="also write results/<gpu>/baseline.json")
+    p.add_argument("-v", "--verbose", action="store_true")
+    return p
+
+
+def compare_parser() -> argparse.ArgumentParser:
+    p = _Parser(prog="run_bench.py compare", description="Compare two result files (no GPU needed).")
+    p.add_argument("baseline", type=Path)
+    p.add_argument("current", type=Path)
+    p.add_argument("--markdown", type=Path, help="write a pull-request comment here")
+    p.add_argument("--floor", type=float, default=compare.DEFAULT_FLOOR, help="smallest change that counts")
+    p.add_argument("--force", action="store_true", help="compare files from different GPU models")
+    return p
+
+
+def _positive(name: str, value: float) -> None:
+    if value <= 0:
+        raise UsageError(f"--{name} must be positive, got {value}")
+
+
+def _check_writable(path: Path | None, flag: str) -> None:
+    """Fail before any build if an output cannot be written (creates its folder, like the run would)."""
+    if path is None:
+        return
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        with tempfile.NamedTemporaryFile(dir=path.parent):
+            pass
+        if path.is_dir():
+            raise IsADirectoryError(path)
+    except OSError:
+        raise UsageError(f"{flag} {path}: cannot write there") from None
+
+
+def run_compare(argv: list[str]) -> int:
+    args = compare_parser().parse_args(argv)
+    result = compare.compare_files(args.baseline, args.current, floor=args.floor, force=args.force)
+    print(compare.render_table(result))
+    if args.markdown:
+        args.markdown.write_text(compare.render_markdown(result))
+    return result.exit_code
+
+
+def default_json_path(gpu_key: str | None) -> Path:
+    stamp = datetime.datetime.now(datetime.timezone.utc).strftime("%Y%m%d-%H%M%S")
+    return REPO / "results" / f"{stamp}-{gpu_key or 'nogpu'}.json"
+
+
+def run_bench(argv: list[str]) -> int:
+    args = bench_parser().parse_args(argv)
+    logging.basicConfig(level=logging.DEBUG if args.verbose else logging.INFO, stream=sys.stderr,
+                        format="%(message)s")
+    logging.getLogger("torch.utils.cpp_extension").setLevel(logging.ERROR)  # its CUDA guess is ours to fix
+    for name in ("tokens", "rounds", "budget", "noise", "trials", "timeout"):
+        _positive(name, getattr(args, name))
+    shapes = [s for spec in (args.shape or ["seed"]) for s in parse_shapes(spec, args.tokens)]
+    tasks = [Task(shape, dtype) for shape in dict.fromkeys(shapes) for dtype in parse_dtypes(args.dtype)]
+    if not args.kernels.is_dir():
+        raise UsageError(f"--kernels {args.kernels}: not a folder")
+    paths = discover.select(discover.discover(args.kernels), args.variant)
+    _check_writable(args.json, "--json")
+    _check_writable(args.markdown, "--markdown")
+    baseline = read_result_file(args.compare) if args.compare else None
+
+    import torch  # after argument checks: a usage error should not wait for torch to import
+    has_gpu = torch.cuda.is_available()
+    if not has_gpu:
+        print("no CUDA device: building every selected variant, running none")
+    plan = runner.plan(paths, tasks, jobs=args.jobs)
+    settings = Settings(trials=args.trials, seed=args.seed, cache="hot" if args.hot else "cold", flush=args.flush,
+                        rounds=args.rounds,
+                        rule=StoppingRule(noise_target=args.noise, budget_s=args.budget),
+                        call_rule=StoppingRule(noise_target=2 * args.noise, min_samples=20, budget_s=args.budget),
+                        timing_so=plan.targets[0].so_path, timing_module=plan.targets[0].module_name)
+    machine = env.describe()
+    json_path = args.json or default_json_path(machine["gpu_key"])
+    settings_record = {"cache": settings.cache, "flush": settings.flush, "rounds": settings.rounds, "trials": settings.trials,
+                       "seed": settings.seed, "input_sets": settings.input_sets, "tokens": args.tokens,
+                       "gpu_rule": dataclasses.asdict(settings.rule), "call_rule": dataclasses.asdict(settings.call_rule)}
+    rows, ceilings = [], None
+
+    def save(complete: bool) -> dict:
+        result = result_dict(rows, machine, settings_record, ceilings, complete)
+        write_result_file(json_path, result)
+        return result
+
+    def on_row(row) -> None:
+        rows.append(row)
+        save(complete=False)
+        log.info("  %s %s %s: %s %s", row.shape.label(), row.dtype, row.variant, row.status, row.message[:120])
+
+    try:
+        if has_gpu:
+            ceilings = runner.measure_ceilings(sorted({t.dtype for t in tasks}))
+            runner.run(plan, tasks, settings, on_row, row_timeout_s=args.timeout)
+        else:
+            for row in plan.rows + runner.not_run_rows(plan.targets, tasks, "no CUDA device"):
+                on_row(row)
+    except KeyboardInterrupt:
+        save(complete=False)
+        print(f"interrupted: {len(rows)} finished row(s) kept in {json_path} (marked incomplete)", file=sys.stderr)
+        return EXIT_INTERRUPTED
+    result = save(complete=True)
+    print(render_table(result))
+    print(f"\nresult file: {json_path}")
+    if args.markdown:
+        args.markdown.write_text(render_markdown(result))
+    if args.save_baseline:
+        target = REPO / "results" / (machine["gpu_key"] or "nogpu") / "baseline.json"
+        write_result_file(target, result)
+        print(f"baseline: {target}")
+    code = EXIT_OK if args.allow_failures or not any(r.failed for r in rows) else EXIT_FAILED
+    if baseline is not None:
+        comparison = compare.compare_results(baseline, result)
+        print("\n" + compare.render_table(comparison))
+        code = max(code, comparison.exit_code)
+    return code
+
+
+def main(argv: list[str] | None = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    try:
+        if argv[:1] == ["compare"]:
+            return run_compare(argv[1:])
+        return run_bench(argv)
+    except UsageError as exc:
+        print(f"run_bench.py: error: {exc}", file=sys.stderr)
+        return EXIT_USAGE
+    except ToolchainError as exc:
+        print(f"run_bench.py: error: {exc}", file=sys.stderr)
+        return EXIT_TOOLCHAIN

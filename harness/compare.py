@@ -1,0 +1,266 @@
+"""Regression gate: compare two result files, row by row, on speedup over eager.
+
+The compared quantity is each row's speedup over the eager row of the same file,
+not its raw time, so that a GPU running a little faster or slower as a whole
+between the two runs cancels out.
+
+Verdicts, per row and metric ("gpu" time, "call" latency):
+  threshold = max(floor, spread of the row + spread of its eager row), the larger of
+  baseline's and current's; change = current/baseline - 1.
+  SAME |change| <= threshold; FASTER change > threshold; SLOWER change < -threshold;
+  NEW only in current (or ok now, not ok in baseline); MISSING only in baseline;
+  NOISY a side flagged noisy (row or its eager row), or a speedup missing while both
+  rows are ok; FAILED ok in baseline, not ok now. A row not ok in both files is SAME,
+  with its status as the note. SLOWER and FAILED fail the gate (exit code 1).
+"""
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from enum import StrEnum
+from functools import partial
+from typing import Mapping
+
+from tabulate import tabulate
+
+from harness.errors import CompareRefused
+from harness.resultfile import read_result_file
+
+
+DEFAULT_FLOOR = 0.05  # smallest change called a regression, whatever the recorded spread
+REFERENCE_VARIANT = "eager"  # speedups are relative to it, so it is not compared itself
+FLOOR_VARIANT = "empty-kernel"  # launch-overhead floor: informative, not a product
+NOT_COMPARED = frozenset({REFERENCE_VARIANT, FLOOR_VARIANT})
+TIMING_KEYS = {"gpu": "gpu_us", "call": "call_us"}  # metric -> timing entry of a row
+ENV_FIELDS_NOTED = ("driver", "cuda", "torch", "python")
+ENV_FIELDS_SHOWN = ("gpu", *ENV_FIELDS_NOTED, "commit", "date")
+
+
+class Verdict(StrEnum):
+    # Declaration order is report order: what needs attention first.
+    FAILED = "FAILED"
+    SLOWER = "SLOWER"
+    NOISY = "NOISY"
+    FASTER = "FASTER"
+    NEW = "NEW"
+    MISSING = "MISSING"
+    SAME = "SAME"
+
+
+GATE_FAILING = frozenset({Verdict.FAILED, Verdict.SLOWER})
+
+
+@dataclass(frozen=True)
+class CompareRow:
+    variant: str
+    shape_name: str
+    dtype: str
+    metric: str  # "gpu" or "call"
+    baseline: float | None  # speedup vs eager in the baseline file
+    current: float | None  # speedup vs eager in the current file
+    change: float | None  # current / baseline - 1
+    threshold: float | None  # |change| up to this is SAME
+    verdict: Verdict
+    note: str = ""
+
+
+@dataclass(frozen=True)
+class Comparison:
+    rows: tuple[CompareRow, ...]
+    notes: tuple[str, ...]  # environment differences and warnings, a line each
+    baseline_env: Mapping
+    current_env: Mapping
+    floor: float = DEFAULT_FLOOR
+
+    @property
+    def exit_code(self) -> int:
+        return int(any(row.verdict in GATE_FAILING for row in self.rows))
+
+    def counts(self) -> dict[Verdict, int]:
+        """Number of rows of each verdict present, in report order."""
+        counts = {verdict: sum(row.verdict == verdict for row in self.rows) for verdict in Verdict}
+        return {verdict: n for verdict, n in counts.items() if n}
+
+
+def compare_files(baseline_path, current_path, **kw) -> Comparison:
+    return compare_results(read_result_file(baseline_path), read_result_file(current_path), **kw)
+
+
+def compare_results(baseline: dict, current: dict, *, floor: float = DEFAULT_FLOOR,
+                    force: bool = False) -> Comparison:
+    """Compare two result files (as read by read_result_file); floor is a fraction (0.05 = 5 %)."""
+    notes = _environment_notes(baseline, current, force)
+    base_index = _index_rows(baseline, "baseline", notes)
+    cur_index = _index_rows(current, "current", notes)
+    keys = list(base_index) + [key for key in cur_index if key not in base_index]
+    rows = tuple(_compare_metric(key, metric, base_index, cur_index, floor)
+                 for key in keys if key[0] not in NOT_COMPARED for metric in TIMING_KEYS)
+    return Comparison(rows, tuple(notes), baseline["env"], current["env"], floor)
+
+
+# --- matching and numbers --------------------------------------------------------------
+
+def _row_key(row: dict) -> tuple:
+    # The whole shape dict, not its name: a renamed or resized shape is another row.
+    return row["variant"], json.dumps(row["shape"], sort_keys=True), row["dtype"]
+
+
+def _index_rows(data: dict, label: str, notes: list[str]) -> dict[tuple, dict]:
+    index = {_row_key(row): row for row in data["rows"]}  # a repeated row: the last one wins
+    if len(index) < len(data["rows"]):
+        notes.append(f"{label}: {len(data['rows']) - len(index)} repeated rows, the last of each is used")
+    return index
+
+
+def _eager_row(index: dict, key: tuple) -> dict | None:
+    return index.get((REFERENCE_VARIANT, *key[1:]))
+
+
+def _timing(row: dict | None, metric: str) -> dict:
+    return (row or {}).get(TIMING_KEYS[metric]) or {}
+
+
+def _speedup(row: dict | None, metric: str) -> float | None:
+    value = (((row or {}).get("speedup") or {}).get("vs_eager") or {}).get(metric)
+    return float(value) if isinstance(value, (int, float)) and value > 0 else None
+
+
+def _noise(index: dict, key: tuple, metric: str) -> float:
+    # A speedup is a ratio of two timings, so both of their spreads add up.
+    row, eager = index[key], _eager_row(index, key)
+    return (_timing(row, metric).get("spread") or 0.0) + (_timing(eager, metric).get("spread") or 0.0)
+
+
+def _noisy_sides(key: tuple, metric: str, base_index: dict, cur_index: dict) -> list[str]:
+    sides = []
+    for label, index in (("baseline", base_index), ("current", cur_index)):
+        if _timing(index[key], metric).get("noisy"):
+            sides.append(label)
+        if _timing(_eager_row(index, key), metric).get("noisy"):
+            sides.append(f"{label} eager")
+    return sides
+
+
+def _status_note(row: dict) -> str:
+    message = " ".join(str(row.get("message") or "").split())  # one line
+    return f"{row['status']}: {message}" if message else row["status"]
+
+
+def _compare_metric(key: tuple, metric: str, base_index: dict, cur_index: dict,
+                    floor: float) -> CompareRow:
+    base_row, cur_row = base_index.get(key), cur_index.get(key)
+    shape = (base_row or cur_row)["shape"]
+    base_x, cur_x = _speedup(base_row, metric), _speedup(cur_row, metric)
+    make = partial(CompareRow, key[0], str(shape.get("name", key[1])), key[2], metric, base_x, cur_x)
+    if base_row is None:
+        return make(None, None, Verdict.NEW)
+    if cur_row is None:
+        return make(None, None, Verdict.MISSING)
+    base_ok, cur_ok = base_row["status"] == "ok", cur_row["status"] == "ok"
+    if not cur_ok:
+        if base_ok:
+            return make(None, None, Verdict.FAILED, _status_note(cur_row))
+        was = "" if base_row["status"] == cur_row["status"] else f" (was {base_row['status']})"
+        return make(None, None, Verdict.SAME, _status_note(cur_row) + was)
+    if not base_ok:
+        return make(None, None, Verdict.NEW, f"was {base_row['status']}")
+    threshold = max(floor, _noise(base_index, key, metric), _noise(cur_index, key, metric))
+    if base_x is None or cur_x is None:
+        side = "baseline" if base_x is None else "current"
+        return make(None, threshold, Verdict.NOISY, f"no speedup vs eager in {side}")
+    change = cur_x / base_x - 1
+    noisy = _noisy_sides(key, metric, base_index, cur_index)
+    if noisy:
+        return make(change, threshold, Verdict.NOISY, "noisy: " + ", ".join(noisy))
+    if abs(change) <= threshold:
+        return make(change, threshold, Verdict.SAME)
+    return make(change, threshold, Verdict.FASTER if change > 0 else Verdict.SLOWER)
+
+
+def _environment_notes(baseline: dict, current: dict, force: bool) -> list[str]:
+    base_env, cur_env = baseline["env"], current["env"]
+    notes = []
+    if base_env.get("gpu") != cur_env.get("gpu"):
+        if not force:
+            raise CompareRefused(
+                f"baseline ran on {base_env.get('gpu')}, current on {cur_env.get('gpu')}: "
+                "speedups differ between GPU models (force to compare anyway)")
+        notes.append(f"gpu {base_env.get('gpu')} -> {cur_env.get('gpu')} (compared by force)")
+    notes += [f"{name} {base_env.get(name)} -> {cur_env.get(name)}"
+              for name in ENV_FIELDS_NOTED if base_env.get(name) != cur_env.get(name)]
+    base_settings, cur_settings = baseline.get("settings") or {}, current.get("settings") or {}
+    notes += [f"settings.{name} {base_settings.get(name)} -> {cur_settings.get(name)}"
+              for name in sorted(base_settings.keys() | cur_settings.keys())
+              if base_settings.get(name) != cur_settings.get(name)]
+    notes += [f"{label} run was interrupted (complete: false)"
+              for label, data in (("baseline", baseline), ("current", current))
+              if data.get("complete") is False]
+    return notes
+
+
+# --- rendering -------------------------------------------------------------------------
+
+TABLE_HEADERS = ("variant", "shape", "dtype", "metric", "baseline ×", "current ×",
+                 "change %", "threshold %", "verdict", "note")
+TABLE_ALIGN = ("left",) * 4 + ("right",) * 4 + ("left",) * 2
+
+
+def _number(value: float | None, spec: str, scale: float = 1.0) -> str:
+    return "-" if value is None else format(value * scale, spec)
+
+
+def _cells(row: CompareRow) -> list[str]:
+    return [row.variant, row.shape_name, row.dtype, row.metric,
+            _number(row.baseline, ".2f"), _number(row.current, ".2f"),
+            _number(row.change, "+.1f", 100), _number(row.threshold, ".1f", 100),
+            str(row.verdict), row.note]
+
+
+def _by_severity(rows) -> list[CompareRow]:
+    order = list(Verdict)
+    return sorted(rows, key=lambda row: order.index(row.verdict))  # stable: file order within
+
+
+def _table(rows, tablefmt: str, escape=lambda cell: cell) -> str:
+    # disable_numparse: tabulate would otherwise reformat "+30.0" as "30".
+    cells = [[escape(cell) for cell in _cells(row)] for row in rows]
+    return tabulate(cells, headers=TABLE_HEADERS, tablefmt=tablefmt,
+                    disable_numparse=True, colalign=TABLE_ALIGN)
+
+
+def _headline(comparison: Comparison) -> str:
+    counts = ", ".join(f"{n} {verdict}" for verdict, n in comparison.counts().items()) or "no rows"
+    gate = "FAILED" if comparison.exit_code else "passed"
+    return f"gate {gate}: {counts} (threshold: max({comparison.floor:.0%}, recorded spread))"
+
+
+def render_table(comparison: Comparison, tablefmt: str = "simple") -> str:
+    """Terminal report: the table, worst rows first, then a note per line, then the headline."""
+    lines = [_table(_by_severity(comparison.rows), tablefmt)]
+    lines += [f"note: {note}" for note in comparison.notes]
+    lines.append(_headline(comparison))
+    return "\n".join(lines)
+
+
+def _markdown_cell(text: str) -> str:
+    return text.replace("|", "\\|")
+
+
+def _env_value(env: Mapping, name: str) -> str:
+    value = str(env.get(name, "-"))
+    if name == "commit":
+        value = value[:12] + (" (dirty)" if env.get("dirty") else "")
+    return _markdown_cell(value)
+
+
+def render_markdown(comparison: Comparison) -> str:
+    """Pull-request comment: headline, both environments, notes, then the table."""
+    env_rows = [[name, _env_value(comparison.baseline_env, name), _env_value(comparison.current_env, name)]
+                for name in ENV_FIELDS_SHOWN]
+    parts = [f"### Benchmark comparison: {_headline(comparison)}",
+             tabulate(env_rows, headers=("", "baseline", "current"), tablefmt="github",
+                      disable_numparse=True)]
+    if comparison.notes:
+        parts.append("\n".join(f"- {_markdown_cell(note)}" for note in comparison.notes))
+    parts.append(_table(_by_severity(comparison.rows), "github", _markdown_cell))
+    return "\n\n".join(parts) + "\n"

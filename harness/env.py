@@ -1,0 +1,117 @@
+"""Facts about the machine a result came from, and the SM clock read through NVML while timing."""
+from __future__ import annotations
+
+import contextlib
+import datetime
+import logging
+import platform
+import re
+import statistics
+import subprocess
+import threading
+from pathlib import Path
+
+import torch
+
+from harness.records import Clocks
+
+log = logging.getLogger(__name__)
+REPO = Path(__file__).resolve().parent.parent
+
+
+def gpu_key(name: str | None) -> str | None:
+    """'NVIDIA H200' -> 'h200': the folder name of a GPU model's baseline."""
+    if not name:
+        return None
+    short = re.sub(r"^nvidia\s+", "", name.strip(), flags=re.I).lower()
+    return re.sub(r"[^a-z0-9]+", "-", short).strip("-")
+
+
+def git_commit() -> tuple[str | None, bool]:
+    try:
+        commit = subprocess.run(["git", "rev-parse", "HEAD"], cwd=REPO, capture_output=True, text=True,
+                                check=True).stdout.strip()
+        dirty = bool(subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"], cwd=REPO,
+                                    capture_output=True, text=True, check=True).stdout.strip())
+        return commit, dirty
+    except (OSError, subprocess.CalledProcessError):
+        return None, False
+
+
+def _nvml():
+    """The NVML module, initialised, or None where it is missing or finds no driver."""
+    try:
+        import pynvml
+        pynvml.nvmlInit()
+        return pynvml
+    except Exception as exc:  # missing package, no driver: clocks are simply not reported
+        log.debug("NVML unavailable: %s", exc)
+        return None
+
+
+def _nvml_handle(nvml, device_index: int):
+    try:
+        uuid = str(torch.cuda.get_device_properties(device_index).uuid)
+        return nvml.nvmlDeviceGetHandleByUUID(uuid if uuid.startswith("GPU-") else f"GPU-{uuid}")
+    except Exception:
+        return nvml.nvmlDeviceGetHandleByIndex(device_index)
+
+
+def describe() -> dict:
+    """The `env` block of a result file."""
+    commit, dirty = git_commit()
+    info = {"gpu": None, "gpu_key": None, "driver": None, "cuda": torch.version.cuda,
+            "torch": torch.__version__, "python": platform.python_version(), "commit": commit,
+            "dirty": dirty, "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
+            "host": platform.node()}
+    if torch.cuda.is_available():
+        props = torch.cuda.get_device_properties(0)
+        info.update(gpu=props.name, gpu_key=gpu_key(props.name), sm_count=props.multi_processor_count,
+                    l2_bytes=props.L2_cache_size, memory_bytes=props.total_memory,
+                    capability=f"{props.major}.{props.minor}")
+        nvml = _nvml()
+        if nvml is not None:
+            handle = _nvml_handle(nvml, 0)
+            info["driver"] = nvml.nvmlSystemGetDriverVersion()
+            info["sm_clock_max_mhz"] = nvml.nvmlDeviceGetMaxClockInfo(handle, nvml.NVML_CLOCK_SM)
+            info["sm_clock_app_mhz"] = nvml.nvmlDeviceGetApplicationsClock(handle, nvml.NVML_CLOCK_SM)
+    return info
+
+
+class ClockSampler(contextlib.AbstractContextManager):
+    """Reads the SM clock every `period_s` on a thread while the block runs (never sets it)."""
+
+    def __init__(self, device_index: int = 0, period_s: float = 0.005):
+        self.nvml = _nvml()
+        self.handle = _nvml_handle(self.nvml, device_index) if self.nvml else None
+        self.period_s = period_s
+        self.readings: list[int] = []
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+
+    def _read(self) -> None:
+        self.readings.append(self.nvml.nvmlDeviceGetClockInfo(self.handle, self.nvml.NVML_CLOCK_SM))
+
+    def _run(self) -> None:
+        while not self._stop.wait(self.period_s):
+            self._read()
+
+    def __enter__(self):
+        if self.nvml:
+            self._read()
+            self._thread.start()
+        return self
+
+    def __exit__(self, *exc):
+        if self.nvml:
+            self._stop.set()
+            self._thread.join()
+            self._read()
+        return False
+
+    def clocks(self) -> Clocks | None:
+        if not self.nvml or not self.readings:
+            return None
+        top = self.nvml.nvmlDeviceGetMaxClockInfo(self.handle, self.nvml.NVML_CLOCK_SM)
+        return Clocks(sm_mhz_median=statistics.median(self.readings), sm_mhz_min=min(self.readings),
+                      sm_mhz_max_supported=top)

@@ -1,0 +1,146 @@
+"""Report: rows -> the result file's dict, a table and markdown. Reporting never measures."""
+from __future__ import annotations
+
+import dataclasses
+import math
+
+import numpy as np
+from tabulate import tabulate
+
+from harness.records import OK, Row, Timing
+from harness.resultfile import SCHEMA
+from harness.roofline import SUSPECT_BELOW, Ceilings, roofline
+
+NOISE_FLAG, THROTTLE_FLAG, FLOOR_FLAG, UNBLOCKED_FLAG = "noisy", "throttled", "below-floor", "unblocked"
+
+
+def _round(x: float | None, digits: int = 4) -> float | None:
+    if x is None or not math.isfinite(x):
+        return None if x is None else str(x)
+    return float(f"{x:.{digits}g}")
+
+
+def _timing_dict(t: Timing | None) -> dict | None:
+    if t is None:
+        return None
+    s = t.summary
+    return {"median": _round(s.median), "iqr": _round(s.iqr), "n": s.n, "rel_se": _round(s.rel_se, 3),
+            "noisy": s.noisy, "rounds": [_round(r) for r in s.rounds], "spread": _round(s.spread, 3),
+            "method": t.method, "invalid_batches": t.invalid_batches, "percentiles": _percentiles(t.samples_us)}
+
+
+def _percentiles(samples) -> dict:
+    """The sample distribution in a few numbers (raw samples would swamp a committed file)."""
+    qs = np.percentile(samples, [0, 5, 25, 50, 75, 95, 100])
+    return {name: _round(float(q)) for name, q in zip(("min", "p5", "p25", "p50", "p75", "p95", "max"), qs)}
+
+
+def _ratio(base: Timing | None, mine: Timing | None) -> float | None:
+    if base is None or mine is None or mine.summary.median <= 0:
+        return None
+    return base.summary.median / mine.summary.median
+
+
+def _speedups(row: Row, by_key: dict) -> dict:
+    out = {}
+    for ref_name in ("eager", "compile"):
+        ref = by_key.get((row.shape, row.dtype, ref_name))
+        ok = ref is not None and ref.status == OK and row.status == OK
+        out[f"vs_{ref_name}"] = {"gpu": _round(_ratio(ref.gpu, row.gpu), 3) if ok else None,
+                                 "call": _round(_ratio(ref.call, row.call), 3) if ok else None}
+    return out
+
+
+def flags(row: Row, roof, cache: str) -> list[str]:
+    out = []
+    if any(t is not None and t.summary.noisy for t in (row.gpu, row.call)):
+        out.append(NOISE_FLAG)
+    if row.clocks is not None and row.clocks.throttled:
+        out.append(THROTTLE_FLAG)
+    if cache == "cold" and roof.x_floor is not None and roof.x_floor < SUSPECT_BELOW:
+        out.append(FLOOR_FLAG)
+    if row.gpu is not None and not row.gpu.method.startswith("blocked"):
+        out.append(UNBLOCKED_FLAG)
+    return out
+
+
+def row_dict(row: Row, by_key: dict, ceilings: Ceilings | None, cache: str) -> dict:
+    roof = roofline(row.shape, row.dtype, row.gpu.summary.median if row.gpu else None, ceilings)
+    return {
+        "variant": row.variant, "kind": row.kind,
+        "shape": {"name": row.shape.name, **row.shape.dims()}, "dtype": row.dtype,
+        "status": row.status, "message": row.message,
+        "error": {"max_abs": _round(row.error.max_abs, 3), "rel": _round(row.error.rel, 3)} if row.error else
+                 {"max_abs": None, "rel": None},
+        "gpu_us": _timing_dict(row.gpu), "call_us": _timing_dict(row.call),
+        "speedup": _speedups(row, by_key),
+        "roofline": {"bytes": roof.bytes, "flops": roof.flops, "floor_us": _round(roof.floor_us),
+                     "gbps": _round(roof.gbps), "tflops": _round(roof.tflops), "x_floor": _round(roof.x_floor, 3)},
+        "clocks": dataclasses.asdict(row.clocks) if row.clocks else None,
+        "compile_s": _round(row.compile_s, 3),
+        "flags": flags(row, roof, cache),
+    }
+
+
+def result_dict(rows: list[Row], env: dict, settings: dict, ceilings: Ceilings | None, complete: bool) -> dict:
+    by_key = {r.key(): r for r in rows}
+    ordered = sorted(rows, key=_order)
+    return {"schema": SCHEMA, "complete": complete, "env": env, "settings": settings,
+            "ceilings": dataclasses.asdict(ceilings) if ceilings else None,
+            "rows": [row_dict(r, by_key, ceilings, settings.get("cache", "cold")) for r in ordered]}
+
+
+_KIND_ORDER = {"floor": 0, "baseline": 1, "kernel": 2}
+_BASELINE_ORDER = {"eager": 0, "compile": 1, "torch-2gemm": 2}
+
+
+def _order(row: Row):
+    return (row.shape.tokens * row.shape.d, row.shape.label(), row.dtype, _KIND_ORDER.get(row.kind, 3),
+            _BASELINE_ORDER.get(row.variant, 9), row.variant)
+
+
+# ---- rendering: from the result dict only, so a saved file renders the same as a live run ----
+
+COLUMNS = ("shape", "dtype", "variant", "status", "max abs err", "rel err", "GPU µs", "IQR", "call µs",
+           "×eager GPU", "×eager call", "×compile GPU", "×compile call", "GB/s", "TFLOP/s", "×floor", "flags")
+
+
+def _fmt(x, spec: str = ".3g") -> str:
+    return "" if x is None else (x if isinstance(x, str) else format(x, spec))
+
+
+def table_rows(result: dict) -> list[list[str]]:
+    out = []
+    for r in result["rows"]:
+        gpu, call, sp, roof = r["gpu_us"] or {}, r["call_us"] or {}, r["speedup"], r["roofline"]
+        status = r["status"] if r["status"] == OK or not r["message"] else f"{r['status']}: {r['message']}"
+        out.append([r["shape"]["name"] if r["shape"]["name"] != "custom" else _shape_label(r["shape"]),
+                    r["dtype"], r["variant"], _clip(status), _fmt(r["error"]["max_abs"], ".2e"),
+                    _fmt(r["error"]["rel"], ".2e"), _fmt(gpu.get("median"), ".4g"), _fmt(gpu.get("iqr"), ".2g"),
+                    _fmt(call.get("median"), ".4g"), _fmt(sp["vs_eager"]["gpu"], ".2f"),
+                    _fmt(sp["vs_eager"]["call"], ".2f"), _fmt(sp["vs_compile"]["gpu"], ".2f"),
+                    _fmt(sp["vs_compile"]["call"], ".2f"), _fmt(roof["gbps"], ".4g"), _fmt(roof["tflops"], ".3g"),
+                    _fmt(roof["x_floor"], ".3g"), ",".join(r["flags"])])
+    return out
+
+
+def _shape_label(shape: dict) -> str:
+    return "b{b} s{s} d{d} r{rank} h{heads}x{head_dim}".format(**shape)
+
+
+def _clip(text: str, width: int = 70) -> str:
+    text = " ".join(text.split())
+    return text if len(text) <= width else text[: width - 1] + "…"
+
+
+def render_table(result: dict, fmt: str = "simple") -> str:
+    return tabulate(table_rows(result), headers=COLUMNS, tablefmt=fmt, disable_numparse=True)
+
+
+def render_markdown(result: dict) -> str:
+    env = result["env"]
+    head = (f"GPU {env.get('gpu') or 'none'}, driver {env.get('driver')}, CUDA {env.get('cuda')}, "
+            f"torch {env.get('torch')}, commit {(env.get('commit') or '?')[:10]}"
+            f"{' (dirty)' if env.get('dirty') else ''}, {env.get('date')}; "
+            f"cache {result['settings'].get('cache')}, {result['settings'].get('rounds')} round(s)")
+    return head + "\n\n" + render_table(result, "github") + "\n"

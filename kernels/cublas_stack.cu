@@ -1,0 +1,163 @@
+// summary: Baseline: latent, k and v by three cuBLAS GEMMs (plain FP32 math, fp32 accumulation for bf16/fp16), then one vectorized grid-stride kernel writes the stacked (b, s, 2, heads, head_dim) layout.
+// dtypes: float32,bfloat16,float16
+
+/*
+ * GEMMs (PyTorch's cuBLAS handle on the current stream, row-major via column-major C^T = B^T A^T):
+ *   latent(M, rank) = hidden(M, d) @ w_down;  k(M, N) = latent @ w_up_k;  v(M, N) = latent @ w_up_v.
+ *   float32 : cublasSgemm with CUBLAS_DEFAULT_MATH forced for the calls (no TF32), handle mode restored.
+ *   bf16/f16: cublasGemmEx in the dtype with CUBLAS_COMPUTE_32F (latent rounded to the dtype, like eager).
+ * Stack kernel: out viewed as (M, 2N); row m = [k row m | v row m]. One thread per group of 4 consecutive
+ *   output elements, grid-stride over all 2*M*N/4 groups. Vector path (N % 4 == 0 and k, v, out aligned to
+ *   4 elements): one float4 (fp32) or 8-byte (bf16/f16) load and store per group; a group never straddles
+ *   the k|v boundary. Scalar path otherwise: the same 4 elements one by one, each with its own row/column.
+ */
+
+#include <torch/extension.h>
+#include <ATen/cuda/CUDAContext.h>
+#include <c10/cuda/CUDAException.h>
+#include <c10/cuda/CUDAGuard.h>
+#include <cublas_v2.h>
+#include <cuda_runtime.h>
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+#include <cstdint>
+#include <climits>
+#include <algorithm>
+
+namespace {
+
+template <int BYTES> struct VecOf;
+template <> struct VecOf<16> { using type = float4; };
+template <> struct VecOf<8> { using type = uint2; };
+
+// out (M, 2N) <- [k (M, N) | v (M, N)]; T-sized elements moved as raw bits.
+template <typename T>
+__global__ void __launch_bounds__(256)
+stack_kv_kernel(const T* __restrict__ k, const T* __restrict__ v, T* __restrict__ out, int64_t M, int64_t N,
+                int vec) {
+    const int64_t N2 = 2 * N;
+    const int64_t total = M * N2;
+    const int64_t groups = (total + 3) / 4;
+    const int64_t stride = int64_t(gridDim.x) * blockDim.x;
+    if (vec) {
+        using VT = typename VecOf<4 * sizeof(T)>::type;
+        // N % 4 == 0: group g covers out elements 4g..4g+3, all in one row and one half.
+        for (int64_t g = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; g < groups; g += stride) {
+            const int64_t e = g * 4;
+            const int64_t row = e / N2;
+            const int64_t col = e - row * N2;
+            const T* src = (col < N) ? k + row * N + col : v + row * N + (col - N);
+            *reinterpret_cast<VT*>(out + e) = __ldg(reinterpret_cast<const VT*>(src));
+        }
+    } else {
+        for (int64_t g = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; g < groups; g += stride) {
+#pragma unroll
+            for (int q = 0; q < 4; ++q) {
+                const int64_t e = g * 4 + q;
+                if (e >= total) break;
+                const int64_t row = e / N2;
+                const int64_t col = e - row * N2;
+                out[e] = (col < N) ? k[row * N + col] : v[row * N + (col - N)];
+            }
+        }
+    }
+}
+
+struct MathModeGuard {
+    cublasHandle_t h;
+    cublasMath_t saved;
+    explicit MathModeGuard(cublasHandle_t handle, cublasMath_t mode) : h(handle) {
+        TORCH_CHECK(cublasGetMathMode(h, &saved) == CUBLAS_STATUS_SUCCESS, "cublas_stack: cublasGetMathMode failed");
+        TORCH_CHECK(cublasSetMathMode(h, mode) == CUBLAS_STATUS_SUCCESS, "cublas_stack: cublasSetMathMode failed");
+    }
+    ~MathModeGuard() { cublasSetMathMode(h, saved); }
+};
+
+// Row-major C(m, n) = A(m, kk) @ B(kk, n), all contiguous, dtype dt, fp32 compute.
+void gemm_rm(cublasHandle_t handle, at::ScalarType dt, int m, int n, int kk, const void* A, const void* B, void* C) {
+    const float one = 1.f, zero = 0.f;
+    cublasStatus_t st;
+    if (dt == at::kFloat) {
+        st = cublasSgemm(handle, CUBLAS_OP_N, CUBLAS_OP_N, n, m, kk, &one, static_cast<const float*>(B), n,
+                         static_cast<const float*>(A), kk, &zero, static_cast<float*>(C), n);
+    } else {
+        const cudaDataType_t ty = dt == at::kHalf ? CUDA_R_16F : CUDA_R_16BF;
+        st = cublasGemmEx(handle, CUBLAS_OP_N, CUBLAS_OP_N, n, m, kk, &one, B, ty, n, A, ty, kk, &zero, C, ty, n,
+                          CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT);
+    }
+    TORCH_CHECK(st == CUBLAS_STATUS_SUCCESS, "cublas_stack: cuBLAS GEMM (", m, " x ", n, " x ", kk,
+                ") failed with status ", int(st));
+}
+
+template <typename T>
+void launch_stack(const torch::Tensor& k, const torch::Tensor& v, torch::Tensor& out, int64_t M, int64_t N,
+                  cudaStream_t stream) {
+    const T* kp = reinterpret_cast<const T*>(k.data_ptr());
+    const T* vp = reinterpret_cast<const T*>(v.data_ptr());
+    T* op = reinterpret_cast<T*>(out.data_ptr());
+    const uintptr_t mask = 4 * sizeof(T) - 1;
+    const bool vec = (N % 4 == 0) && ((reinterpret_cast<uintptr_t>(kp) & mask) == 0) &&
+                     ((reinterpret_cast<uintptr_t>(vp) & mask) == 0) && ((reinterpret_cast<uintptr_t>(op) & mask) == 0);
+    const int64_t groups = (2 * M * N + 3) / 4;
+    const int sms = at::cuda::getCurrentDeviceProperties()->multiProcessorCount;
+    const int64_t blocks = std::max<int64_t>(1, std::min<int64_t>((groups + 255) / 256, int64_t(sms) * 16));
+    stack_kv_kernel<T><<<unsigned(blocks), 256, 0, stream>>>(kp, vp, op, M, N, vec ? 1 : 0);
+    C10_CUDA_KERNEL_LAUNCH_CHECK();
+}
+
+}  // namespace
+
+torch::Tensor forward(torch::Tensor hidden, torch::Tensor w_down, torch::Tensor w_up_k, torch::Tensor w_up_v,
+                      int64_t kv_heads) {
+    TORCH_CHECK(hidden.is_cuda() && w_down.is_cuda() && w_up_k.is_cuda() && w_up_v.is_cuda(),
+                "cublas_stack: all inputs must be CUDA tensors");
+    TORCH_CHECK(hidden.get_device() == w_down.get_device() && hidden.get_device() == w_up_k.get_device() &&
+                    hidden.get_device() == w_up_v.get_device(),
+                "cublas_stack: all inputs must be on the same device");
+    TORCH_CHECK(hidden.is_contiguous() && w_down.is_contiguous() && w_up_k.is_contiguous() && w_up_v.is_contiguous(),
+                "cublas_stack: all inputs must be contiguous");
+    const auto dt = hidden.scalar_type();
+    TORCH_CHECK(w_down.scalar_type() == dt && w_up_k.scalar_type() == dt && w_up_v.scalar_type() == dt,
+                "cublas_stack: all inputs must have one dtype");
+    TORCH_CHECK(dt == at::kFloat || dt == at::kBFloat16 || dt == at::kHalf,
+                "cublas_stack: dtype must be float32, bfloat16 or float16, got ", dt);
+    TORCH_CHECK(hidden.dim() == 3, "cublas_stack: hidden must be 3-D (b, s, d), got ", hidden.dim(), "-D");
+    TORCH_CHECK(w_down.dim() == 2 && w_down.size(0) == hidden.size(2),
+                "cublas_stack: w_down must be (d, rank) with d = hidden.size(2) = ", hidden.size(2));
+    TORCH_CHECK(w_up_k.dim() == 2 && w_up_v.dim() == 2, "cublas_stack: w_up_k and w_up_v must be 2-D (rank, N)");
+    TORCH_CHECK(w_up_k.sizes() == w_up_v.sizes(), "cublas_stack: w_up_k and w_up_v must have the same shape");
+    TORCH_CHECK(w_up_k.size(0) == w_down.size(1), "cublas_stack: w_up_k.size(0) must equal rank = w_down.size(1)");
+    TORCH_CHECK(kv_heads > 0, "cublas_stack: kv_heads must be positive");
+    TORCH_CHECK(w_up_k.size(1) % kv_heads == 0, "cublas_stack: N = w_up_k.size(1) must be divisible by kv_heads");
+
+    const int64_t b = hidden.size(0), s = hidden.size(1), D = hidden.size(2);
+    const int64_t R = w_down.size(1), N = w_up_k.size(1);
+    const int64_t head_dim = N / kv_heads;
+    const int64_t M = b * s;
+    TORCH_CHECK(M <= INT_MAX && D <= INT_MAX && R <= INT_MAX && N <= INT_MAX,
+                "cublas_stack: cuBLAS sizes must fit in int32 (M = ", M, ", d = ", D, ", rank = ", R, ", N = ", N, ")");
+
+    c10::cuda::CUDAGuard guard(hidden.device());
+    auto out = torch::empty({b, s, 2, kv_heads, head_dim}, hidden.options());
+    if (M == 0 || N == 0) return out;
+    if (D == 0 || R == 0) return out.zero_();
+
+    cudaStream_t stream = at::cuda::getCurrentCUDAStream();
+    auto latent = torch::empty({M, R}, hidden.options());
+    auto k = torch::empty({M, N}, hidden.options());
+    auto v = torch::empty({M, N}, hidden.options());
+    {
+        cublasHandle_t handle = at::cuda::getCurrentCUDABlasHandle();
+        TORCH_CHECK(cublasSetStream(handle, stream) == CUBLAS_STATUS_SUCCESS, "cublas_stack: cublasSetStream failed");
+        MathModeGuard mg(handle, CUBLAS_DEFAULT_MATH);  // plain FP32 (no TF32) for float32
+        gemm_rm(handle, dt, int(M), int(R), int(D), hidden.data_ptr(), w_down.data_ptr(), latent.data_ptr());
+        gemm_rm(handle, dt, int(M), int(N), int(R), latent.data_ptr(), w_up_k.data_ptr(), k.data_ptr());
+        gemm_rm(handle, dt, int(M), int(N), int(R), latent.data_ptr(), w_up_v.data_ptr(), v.data_ptr());
+    }
+    switch (dt) {
+        case at::kFloat: launch_stack<float>(k, v, out, M, N, stream); break;
+        case at::kBFloat16: launch_stack<__nv_bfloat16>(k, v, out, M, N, stream); break;
+        default: launch_stack<__half>(k, v, out, M, N, stream); break;
+    }
+    return out;
+}

@@ -1,0 +1,469 @@
+// summary: One kernel over row tiles: each block computes its rows' full latent into shared memory (fp32), then both up-projections, writing each stacked output row whole; operands stream through a multi-stage cp.async ring.
+// dtypes: float32,bfloat16,float16
+
+/*
+ * Tiling (grid = ceil(M / BM) blocks over row tiles only; every block loops over all output columns):
+ *
+ *   The block works through one flat sequence of "chunks"; a chunk is one K-slice of width BK of one
+ *   BM x BN output tile:
+ *     phase 1: tiles of latent[BM, rank] (ceil(rank/BN) tiles), K = d     : A = hidden rows (smem chunk),
+ *                                                                          B = w_down[k0:k0+BK, n0:n0+BN]
+ *     phase 2: tiles of out[BM, 2N]      (ceil(2N/BN) tiles),   K = rank  : A = latent (smem, fp32),
+ *                                                                          B = [w_up_k | w_up_v][k0:, n0:]
+ *   Chunks are loaded by cp.async (16-byte, zero-filled outside the tensors; plain loads when a row is not
+ *   16-byte aligned) into a STAGES-deep ring, so w_up chunks are already in flight while phase 1 finishes.
+ *   One __syncthreads per chunk. The latent tile lives in shared memory as fp32, row pitch
+ *   LP = round_up(rank, BN) + 4; its columns in [rank, LP-4) are exactly 0 (w_down columns are zero-filled).
+ *
+ *   Threads: NT = KS * (BM/TM) * (BN/TN). Thread tid is in k-group g = tid / GT (GT = NT/KS), which owns
+ *   the k-slice [g*BK/KS, (g+1)*BK/KS) of every chunk; inside the group, thread (ty, tx) owns rows
+ *   ty*TM .. ty*TM+TM-1 and columns tx*4 + h*(BN/(TN/4)) + {0..3}, h < TN/4 (column groups split so a
+ *   warp's float4 shared-memory reads of B are contiguous: conflict-free). A fragments are read 4 k at a
+ *   time (float4 / 8-byte loads) and are broadcasts inside a warp. With KS > 1 the groups' partial tiles
+ *   are summed through shared memory (red) at the end of each tile.
+ *
+ *   Configurations (chosen at run time from M, rank and the opt-in shared-memory limit):
+ *     LARGE: BM=32, BN=512, BK=16, TM=8, TN=8, KS=1,  NT=256, STAGES=4   (M >= ~SMs/2 * 32; rank <= 512)
+ *     SMALL: BM=4,  BN=64,  BK=64, TM=4, TN=4, KS=16, NT=256, STAGES=8   (small M: many small blocks, the
+ *            whole problem of a seed-sized block is in flight at once)
+ *   bf16 / fp16: operands stay in their dtype in shared memory and are widened to fp32 when read into
+ *   registers; accumulation and the latent are fp32; conversion (round to nearest) at the store.
+ */
+
+#include <torch/extension.h>
+#include <ATen/cuda/CUDAContext.h>
+#include <c10/cuda/CUDAException.h>
+#include <c10/cuda/CUDAGuard.h>
+#include <cuda_runtime.h>
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+#include <cstdint>
+#include <climits>
+
+namespace {
+
+// ---------------------------------------------------------------- element helpers
+__device__ __forceinline__ float to_f(float x) { return x; }
+__device__ __forceinline__ float to_f(__nv_bfloat16 x) { return __bfloat162float(x); }
+__device__ __forceinline__ float to_f(__half x) { return __half2float(x); }
+
+template <typename T> __device__ __forceinline__ T from_f(float x);
+template <> __device__ __forceinline__ float from_f<float>(float x) { return x; }
+template <> __device__ __forceinline__ __nv_bfloat16 from_f<__nv_bfloat16>(float x) { return __float2bfloat16_rn(x); }
+template <> __device__ __forceinline__ __half from_f<__half>(float x) { return __float2half_rn(x); }
+
+// 4 consecutive elements -> float4 (p must be 16-byte aligned for float, 8-byte for 2-byte types)
+__device__ __forceinline__ float4 ld4(const float* p) { return *reinterpret_cast<const float4*>(p); }
+__device__ __forceinline__ float4 ld4(const __nv_bfloat16* p) {
+    const uint2 u = *reinterpret_cast<const uint2*>(p);
+    return make_float4(__uint_as_float(u.x << 16), __uint_as_float(u.x & 0xffff0000u),
+                       __uint_as_float(u.y << 16), __uint_as_float(u.y & 0xffff0000u));
+}
+__device__ __forceinline__ float4 ld4(const __half* p) {
+    const uint2 u = *reinterpret_cast<const uint2*>(p);
+    __half2 h0, h1;
+    *reinterpret_cast<uint32_t*>(&h0) = u.x;
+    *reinterpret_cast<uint32_t*>(&h1) = u.y;
+    const float2 a = __half22float2(h0), b = __half22float2(h1);
+    return make_float4(a.x, a.y, b.x, b.y);
+}
+
+__device__ __forceinline__ void st4(float* p, float4 v) { *reinterpret_cast<float4*>(p) = v; }
+__device__ __forceinline__ void st4(__nv_bfloat16* p, float4 v) {
+    __nv_bfloat162 lo = __floats2bfloat162_rn(v.x, v.y), hi = __floats2bfloat162_rn(v.z, v.w);
+    uint2 u;
+    u.x = *reinterpret_cast<uint32_t*>(&lo);
+    u.y = *reinterpret_cast<uint32_t*>(&hi);
+    *reinterpret_cast<uint2*>(p) = u;
+}
+__device__ __forceinline__ void st4(__half* p, float4 v) {
+    __half2 lo = __floats2half2_rn(v.x, v.y), hi = __floats2half2_rn(v.z, v.w);
+    uint2 u;
+    u.x = *reinterpret_cast<uint32_t*>(&lo);
+    u.y = *reinterpret_cast<uint32_t*>(&hi);
+    *reinterpret_cast<uint2*>(p) = u;
+}
+
+// ---------------------------------------------------------------- cp.async helpers
+__device__ __forceinline__ void cp_async16(void* smem, const void* gmem, bool pred) {
+    const unsigned s = static_cast<unsigned>(__cvta_generic_to_shared(smem));
+    const int n = pred ? 16 : 0;  // src-size 0: nothing is read, 16 zero bytes are written
+    asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(s), "l"(gmem), "r"(n) : "memory");
+}
+__device__ __forceinline__ void cp_async_commit() { asm volatile("cp.async.commit_group;\n" ::: "memory"); }
+template <int N>
+__device__ __forceinline__ void cp_async_wait() { asm volatile("cp.async.wait_group %0;\n" ::"n"(N) : "memory"); }
+
+__host__ __device__ constexpr int cdiv(int a, int b) { return (a + b - 1) / b; }
+
+template <typename T, int BM, int BN, int BK, int TM, int TN, int KS, int NT, int STAGES>
+struct FusedCfg {
+    static constexpr int V = 16 / int(sizeof(T));      // elements per 16-byte vector
+    static constexpr int APITCH = BK + V;               // row pitch (elements) of the hidden chunk
+    static constexpr int A_ELEMS = BM * APITCH;
+    static constexpr int B_ELEMS = BK * BN;
+    static constexpr int STAGE_ELEMS = A_ELEMS + B_ELEMS;
+    static constexpr int TXN = BN / TN, TYN = BM / TM, GT = TXN * TYN, KSL = BK / KS;
+    static constexpr int NH = TN / 4, HSTRIDE = BN / NH;
+    static_assert(GT * KS == NT, "thread count must equal KS * (BM/TM) * (BN/TN)");
+    static_assert(BM % TM == 0 && BN % TN == 0 && TN % 4 == 0, "tile shape");
+    static_assert(BK % KS == 0 && KSL % 4 == 0, "each k-group must own a multiple of 4 k per chunk");
+    static_assert(BN % BK == 0, "BN must be a multiple of BK (latent pitch covers the last K chunk)");
+    static_assert(BK % V == 0 && BN % V == 0, "chunks must be whole 16-byte vectors");
+    static_assert((APITCH * int(sizeof(T))) % 16 == 0 && (A_ELEMS * int(sizeof(T))) % 16 == 0 &&
+                  (B_ELEMS * int(sizeof(T))) % 16 == 0, "16-byte aligned shared-memory regions");
+    static_assert(STAGES >= 2, "at least double buffering");
+
+    static size_t smem_bytes(int R) {
+        const size_t LP = size_t(cdiv(R, BN)) * BN + 4;
+        return size_t(STAGES) * STAGE_ELEMS * sizeof(T) + size_t(BM) * LP * sizeof(float) +
+               (KS > 1 ? size_t(KS) * BM * BN * sizeof(float) : 0);
+    }
+};
+
+// Load 4 (TM rows) x 4 (k) A values and accumulate 4 k-steps of the register tile.
+template <typename T, typename TA, int BN, int TM, int TN, int KSL, int NH, int HSTRIDE>
+__device__ __forceinline__ void mma_slice(const TA* __restrict__ A, int lda, const T* __restrict__ B,
+                                          float (&acc)[TM][TN]) {
+    // A: row 0 of this thread's rows, column = first k of this group's slice
+    // B: row = first k of this group's slice, column = tx*4
+#pragma unroll
+    for (int kk = 0; kk < KSL; kk += 4) {
+        float a[TM][4];
+#pragma unroll
+        for (int i = 0; i < TM; ++i) {
+            const float4 t = ld4(A + i * lda + kk);
+            a[i][0] = t.x; a[i][1] = t.y; a[i][2] = t.z; a[i][3] = t.w;
+        }
+#pragma unroll
+        for (int q = 0; q < 4; ++q) {
+            float b[TN];
+#pragma unroll
+            for (int h = 0; h < NH; ++h) {
+                const float4 t = ld4(B + (kk + q) * BN + h * HSTRIDE);
+                b[4 * h + 0] = t.x; b[4 * h + 1] = t.y; b[4 * h + 2] = t.z; b[4 * h + 3] = t.w;
+            }
+#pragma unroll
+            for (int i = 0; i < TM; ++i)
+#pragma unroll
+                for (int j = 0; j < TN; ++j) acc[i][j] = fmaf(a[i][q], b[j], acc[i][j]);
+        }
+    }
+}
+
+// Store 4 consecutive output columns c..c+3 (c a multiple of 4) of one output row.
+template <typename T>
+__device__ __forceinline__ void store_out4(T* __restrict__ out, int64_t row, int64_t M, int c, int N2, bool vec_out,
+                                           float4 v) {
+    if (row >= M || c >= N2) return;
+    T* o = out + row * int64_t(N2) + c;
+    if (vec_out) {  // N2 % 4 == 0, so c + 3 < N2
+        st4(o, v);
+    } else {
+        o[0] = from_f<T>(v.x);
+        if (c + 1 < N2) o[1] = from_f<T>(v.y);
+        if (c + 2 < N2) o[2] = from_f<T>(v.z);
+        if (c + 3 < N2) o[3] = from_f<T>(v.w);
+    }
+}
+
+template <typename T, int BM, int BN, int BK, int TM, int TN, int KS, int NT, int STAGES>
+__global__ void __launch_bounds__(NT, 1)
+fused_mla_kernel(const T* __restrict__ hidden, const T* __restrict__ w_down, const T* __restrict__ w_up_k,
+                 const T* __restrict__ w_up_v, T* __restrict__ out, int M, int D, int R, int N, int LP,
+                 int vec_h, int vec_down, int vec_up, int vec_out) {
+    using C = FusedCfg<T, BM, BN, BK, TM, TN, KS, NT, STAGES>;
+    constexpr int V = C::V, APITCH = C::APITCH, A_ELEMS = C::A_ELEMS, STAGE_ELEMS = C::STAGE_ELEMS;
+    constexpr int TXN = C::TXN, GT = C::GT, KSL = C::KSL, NH = C::NH, HSTRIDE = C::HSTRIDE;
+
+    extern __shared__ __align__(16) unsigned char smem_raw[];
+    T* const ring = reinterpret_cast<T*>(smem_raw);
+    float* const lat = reinterpret_cast<float*>(smem_raw + size_t(STAGES) * STAGE_ELEMS * sizeof(T));
+    float* const red = lat + size_t(BM) * LP;  // only used when KS > 1
+
+    const int tid = threadIdx.x;
+    const int g = tid / GT;
+    const int lt = tid - g * GT;
+    const int ty = lt / TXN;
+    const int tx = lt - ty * TXN;
+    const int kbeg = g * KSL;
+    const int64_t m0 = int64_t(blockIdx.x) * BM;
+    const int64_t M64 = M;
+    const int N2 = 2 * N;
+
+    const int nK1 = cdiv(D, BK), nT1 = cdiv(R, BN);
+    const int nK2 = cdiv(R, BK), nT2 = cdiv(N2, BN);
+    const int c1 = nT1 * nK1;
+    const int total = c1 + nT2 * nK2;
+
+    // ---------------------------------------------------------------- producer: chunk c -> ring stage
+    auto load_chunk = [&](int c, int stage) {
+        T* const As = ring + size_t(stage) * STAGE_ELEMS;
+        T* const Bs = As + A_ELEMS;
+        if (c < c1) {
+            const int jt = c / nK1, kc = c - jt * nK1;
+            const int k0 = kc * BK, n0 = jt * BN;
+            // A: hidden[m0 : m0+BM, k0 : k0+BK] -> As[r][k]
+            if (vec_h) {
+                constexpr int VPR = BK / V;
+#pragma unroll
+                for (int v = tid; v < BM * VPR; v += NT) {
+                    const int r = v / VPR, kv = (v - r * VPR) * V;
+                    const int64_t row = m0 + r;
+                    const int col = k0 + kv;
+                    const bool p = row < M64 && col < D;
+                    const T* src = p ? hidden + row * int64_t(D) + col : hidden;
+                    cp_async16(As + r * APITCH + kv, src, p);
+                }
+            } else {
+                for (int e = tid; e < BM * BK; e += NT) {
+                    const int r = e / BK, kk = e - r * BK;
+                    const int64_t row = m0 + r;
+                    const int col = k0 + kk;
+                    As[r * APITCH + kk] = (row < M64 && col < D) ? hidden[row * int64_t(D) + col] : from_f<T>(0.f);
+                }
+            }
+            // B: w_down[k0 : k0+BK, n0 : n0+BN] -> Bs[k][n]
+            if (vec_down) {
+                constexpr int VPR = BN / V;
+#pragma unroll
+                for (int v = tid; v < BK * VPR; v += NT) {
+                    const int r = v / VPR, nv = (v - r * VPR) * V;
+                    const int kr = k0 + r, col = n0 + nv;
+                    const bool p = kr < D && col < R;
+                    const T* src = p ? w_down + int64_t(kr) * R + col : w_down;
+                    cp_async16(Bs + r * BN + nv, src, p);
+                }
+            } else {
+                for (int e = tid; e < BK * BN; e += NT) {
+                    const int r = e / BN, nn = e - r * BN;
+                    const int kr = k0 + r, col = n0 + nn;
+                    Bs[r * BN + nn] = (kr < D && col < R) ? w_down[int64_t(kr) * R + col] : from_f<T>(0.f);
+                }
+            }
+        } else {
+            const int cc = c - c1;
+            const int jt = cc / nK2, kc = cc - jt * nK2;
+            const int k0 = kc * BK, n0 = jt * BN;
+            // B: [w_up_k | w_up_v][k0 : k0+BK, n0 : n0+BN] -> Bs[k][n]  (column c < N: k, else v)
+            if (vec_up) {  // N % V == 0: a vector never straddles the k|v boundary
+                constexpr int VPR = BN / V;
+#pragma unroll
+                for (int v = tid; v < BK * VPR; v += NT) {
+                    const int r = v / VPR, nv = (v - r * VPR) * V;
+                    const int kr = k0 + r, col = n0 + nv;
+                    const bool p = kr < R && col < N2;
+                    const T* src = w_up_k;
+                    if (p) src = (col < N) ? w_up_k + int64_t(kr) * N + col : w_up_v + int64_t(kr) * N + (col - N);
+                    cp_async16(Bs + r * BN + nv, src, p);
+                }
+            } else {
+                for (int e = tid; e < BK * BN; e += NT) {
+                    const int r = e / BN, nn = e - r * BN;
+                    const int kr = k0 + r, col = n0 + nn;
+                    T val = from_f<T>(0.f);
+                    if (kr < R && col < N2)
+                        val = (col < N) ? w_up_k[int64_t(kr) * N + col] : w_up_v[int64_t(kr) * N + (col - N)];
+                    Bs[r * BN + nn] = val;
+                }
+            }
+        }
+    };
+
+    float acc[TM][TN];
+#pragma unroll
+    for (int i = 0; i < TM; ++i)
+#pragma unroll
+        for (int j = 0; j < TN; ++j) acc[i][j] = 0.f;
+
+    // prologue: STAGES-1 chunks in flight (one commit group per chunk, possibly empty)
+#pragma unroll
+    for (int s = 0; s < STAGES - 1; ++s) {
+        if (s < total) load_chunk(s, s);
+        cp_async_commit();
+    }
+
+    for (int c = 0; c < total; ++c) {
+        cp_async_wait<STAGES - 2>();  // chunk c has landed (this thread's copies)
+        __syncthreads();              // ... everyone's copies; stage (c-1)%STAGES is free; latent visible
+        {
+            const int pc = c + STAGES - 1;
+            if (pc < total) load_chunk(pc, pc % STAGES);
+            cp_async_commit();
+        }
+
+        const int stage = c % STAGES;
+        const T* const As = ring + size_t(stage) * STAGE_ELEMS;
+        const T* const Bs = As + A_ELEMS;
+        const bool ph1 = c < c1;
+        int jt, kc, nK;
+        if (ph1) { jt = c / nK1; kc = c - jt * nK1; nK = nK1; }
+        else { const int cc = c - c1; jt = cc / nK2; kc = cc - jt * nK2; nK = nK2; }
+
+        const T* const Bp = Bs + kbeg * BN + tx * 4;
+        if (ph1)
+            mma_slice<T, T, BN, TM, TN, KSL, NH, HSTRIDE>(As + (ty * TM) * APITCH + kbeg, APITCH, Bp, acc);
+        else
+            mma_slice<T, float, BN, TM, TN, KSL, NH, HSTRIDE>(lat + (ty * TM) * LP + kc * BK + kbeg, LP, Bp, acc);
+
+        if (kc == nK - 1) {  // block-uniform: tile finished
+            const int n0 = jt * BN;
+            if constexpr (KS == 1) {
+#pragma unroll
+                for (int i = 0; i < TM; ++i) {
+                    const int r = ty * TM + i;
+#pragma unroll
+                    for (int h = 0; h < NH; ++h) {
+                        const float4 v = make_float4(acc[i][4 * h], acc[i][4 * h + 1], acc[i][4 * h + 2], acc[i][4 * h + 3]);
+                        const int col = n0 + tx * 4 + h * HSTRIDE;
+                        if (ph1) *reinterpret_cast<float4*>(lat + r * LP + col) = v;  // col + 3 < LP - 4
+                        else store_out4(out, m0 + r, M64, col, N2, vec_out != 0, v);
+                    }
+                }
+            } else {
+                // partial tiles of the KS k-groups -> red[g][r][n], then sum
+#pragma unroll
+                for (int i = 0; i < TM; ++i) {
+                    const int r = ty * TM + i;
+#pragma unroll
+                    for (int h = 0; h < NH; ++h)
+                        *reinterpret_cast<float4*>(red + (size_t(g) * BM + r) * BN + tx * 4 + h * HSTRIDE) =
+                            make_float4(acc[i][4 * h], acc[i][4 * h + 1], acc[i][4 * h + 2], acc[i][4 * h + 3]);
+                }
+                __syncthreads();
+                constexpr int Q = BN / 4;
+                for (int e = tid; e < BM * Q; e += NT) {
+                    const int r = e / Q, cl = (e - r * Q) * 4;
+                    float4 s = *reinterpret_cast<const float4*>(red + size_t(r) * BN + cl);
+#pragma unroll
+                    for (int gg = 1; gg < KS; ++gg) {
+                        const float4 t = *reinterpret_cast<const float4*>(red + (size_t(gg) * BM + r) * BN + cl);
+                        s.x += t.x; s.y += t.y; s.z += t.z; s.w += t.w;
+                    }
+                    if (ph1) *reinterpret_cast<float4*>(lat + r * LP + n0 + cl) = s;
+                    else store_out4(out, m0 + r, M64, n0 + cl, N2, vec_out != 0, s);
+                }
+                // red is next written only after the next iteration's __syncthreads.
+            }
+#pragma unroll
+            for (int i = 0; i < TM; ++i)
+#pragma unroll
+                for (int j = 0; j < TN; ++j) acc[i][j] = 0.f;
+        }
+    }
+    cp_async_wait<0>();  // only empty groups can be pending here; keep the block alive until they retire
+}
+
+template <typename T, int BM, int BN, int BK, int TM, int TN, int KS, int NT, int STAGES>
+struct FusedLauncher {
+    using C = FusedCfg<T, BM, BN, BK, TM, TN, KS, NT, STAGES>;
+    static size_t smem(int R) { return C::smem_bytes(R); }
+
+    static void launch(const T* h, const T* wd, const T* wk, const T* wv, T* out, int M, int D, int R, int N,
+                       bool vec_h, bool vec_down, bool vec_up, bool vec_out, int dev, int optin,
+                       cudaStream_t stream) {
+        auto kern = fused_mla_kernel<T, BM, BN, BK, TM, TN, KS, NT, STAGES>;
+        // Raise the dynamic shared-memory limit once per instantiation and device.
+        static int configured[64] = {0};
+        if (dev >= 0 && dev < 64 && !configured[dev]) {
+            C10_CUDA_CHECK(cudaFuncSetAttribute(kern, cudaFuncAttributeMaxDynamicSharedMemorySize, optin));
+            configured[dev] = 1;
+        } else if (dev >= 64) {
+            C10_CUDA_CHECK(cudaFuncSetAttribute(kern, cudaFuncAttributeMaxDynamicSharedMemorySize, optin));
+        }
+        const int LP = cdiv(R, BN) * BN + 4;
+        const size_t bytes = smem(R);
+        const unsigned grid = unsigned(cdiv(M, BM));
+        kern<<<grid, NT, bytes, stream>>>(h, wd, wk, wv, out, M, D, R, N, LP, vec_h, vec_down, vec_up, vec_out);
+        C10_CUDA_KERNEL_LAUNCH_CHECK();
+    }
+};
+
+template <typename T>
+void run_fused(const torch::Tensor& hidden, const torch::Tensor& w_down, const torch::Tensor& w_up_k,
+               const torch::Tensor& w_up_v, torch::Tensor& out, int M, int D, int R, int N) {
+    using Large = FusedLauncher<T, 32, 512, 16, 8, 8, 1, 256, 4>;
+    using Small = FusedLauncher<T, 4, 64, 64, 4, 4, 16, 256, 8>;
+
+    const int dev = hidden.get_device();
+    int optin = 0;
+    C10_CUDA_CHECK(cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, dev));
+    const int sms = at::cuda::getCurrentDeviceProperties()->multiProcessorCount;
+    cudaStream_t stream = at::cuda::getCurrentCUDAStream();
+
+    const T* h = reinterpret_cast<const T*>(hidden.data_ptr());
+    const T* wd = reinterpret_cast<const T*>(w_down.data_ptr());
+    const T* wk = reinterpret_cast<const T*>(w_up_k.data_ptr());
+    const T* wv = reinterpret_cast<const T*>(w_up_v.data_ptr());
+    T* o = reinterpret_cast<T*>(out.data_ptr());
+
+    constexpr int V = 16 / int(sizeof(T));
+    auto al16 = [](const void* p) { return (reinterpret_cast<uintptr_t>(p) & 15u) == 0; };
+    const bool vec_h = (D % V == 0) && al16(h);
+    const bool vec_down = (R % V == 0) && al16(wd);
+    const bool vec_up = (N % V == 0) && al16(wk) && al16(wv);
+    const bool vec_out = ((2 * N) % 4 == 0) && ((reinterpret_cast<uintptr_t>(o) & (4 * sizeof(T) - 1)) == 0);
+
+    const bool large_fits = Large::smem(R) <= size_t(optin);
+    const bool small_fits = Small::smem(R) <= size_t(optin);
+    const bool many_rows = cdiv(M, 32) >= (sms + 1) / 2;
+    if (large_fits && (many_rows || !small_fits)) {
+        Large::launch(h, wd, wk, wv, o, M, D, R, N, vec_h, vec_down, vec_up, vec_out, dev, optin, stream);
+    } else {
+        TORCH_CHECK(small_fits, "fused_tiled: rank ", R, " needs ", Small::smem(R),
+                    " bytes of shared memory per block (latent tile + operand ring), above this device's "
+                    "opt-in limit cudaDevAttrMaxSharedMemoryPerBlockOptin = ", optin, " bytes");
+        Small::launch(h, wd, wk, wv, o, M, D, R, N, vec_h, vec_down, vec_up, vec_out, dev, optin, stream);
+    }
+}
+
+}  // namespace
+
+torch::Tensor forward(torch::Tensor hidden, torch::Tensor w_down, torch::Tensor w_up_k, torch::Tensor w_up_v,
+                      int64_t kv_heads) {
+    TORCH_CHECK(hidden.is_cuda() && w_down.is_cuda() && w_up_k.is_cuda() && w_up_v.is_cuda(),
+                "fused_tiled: all inputs must be CUDA tensors");
+    TORCH_CHECK(hidden.get_device() == w_down.get_device() && hidden.get_device() == w_up_k.get_device() &&
+                    hidden.get_device() == w_up_v.get_device(),
+                "fused_tiled: all inputs must be on the same device");
+    TORCH_CHECK(hidden.is_contiguous() && w_down.is_contiguous() && w_up_k.is_contiguous() && w_up_v.is_contiguous(),
+                "fused_tiled: all inputs must be contiguous");
+    const auto dt = hidden.scalar_type();
+    TORCH_CHECK(w_down.scalar_type() == dt && w_up_k.scalar_type() == dt && w_up_v.scalar_type() == dt,
+                "fused_tiled: all inputs must have one dtype");
+    TORCH_CHECK(dt == at::kFloat || dt == at::kBFloat16 || dt == at::kHalf,
+                "fused_tiled: dtype must be float32, bfloat16 or float16, got ", dt);
+    TORCH_CHECK(hidden.dim() == 3, "fused_tiled: hidden must be 3-D (b, s, d), got ", hidden.dim(), "-D");
+    TORCH_CHECK(w_down.dim() == 2 && w_down.size(0) == hidden.size(2),
+                "fused_tiled: w_down must be (d, rank) with d = hidden.size(2) = ", hidden.size(2));
+    TORCH_CHECK(w_up_k.dim() == 2 && w_up_v.dim() == 2, "fused_tiled: w_up_k and w_up_v must be 2-D (rank, N)");
+    TORCH_CHECK(w_up_k.sizes() == w_up_v.sizes(), "fused_tiled: w_up_k and w_up_v must have the same shape");
+    TORCH_CHECK(w_up_k.size(0) == w_down.size(1), "fused_tiled: w_up_k.size(0) must equal rank = w_down.size(1)");
+    TORCH_CHECK(kv_heads > 0, "fused_tiled: kv_heads must be positive");
+    TORCH_CHECK(w_up_k.size(1) % kv_heads == 0, "fused_tiled: N = w_up_k.size(1) must be divisible by kv_heads");
+
+    const int64_t b = hidden.size(0), s = hidden.size(1), D = hidden.size(2);
+    const int64_t R = w_down.size(1), N = w_up_k.size(1);
+    const int64_t head_dim = N / kv_heads;
+    const int64_t M = b * s;
+    TORCH_CHECK(M <= INT_MAX && D <= INT_MAX && R <= INT_MAX && 2 * N <= INT_MAX,
+                "fused_tiled: sizes must fit in int32 (M = ", M, ", d = ", D, ", rank = ", R, ", 2N = ", 2 * N, ")");
+
+    c10::cuda::CUDAGuard guard(hidden.device());
+    auto out = torch::empty({b, s, 2, kv_heads, head_dim}, hidden.options());
+    if (M == 0 || N == 0) return out;
+    if (D == 0 || R == 0) return out.zero_();
+
+    switch (dt) {
+        case at::kFloat:
+            run_fused<float>(hidden, w_down, w_up_k, w_up_v, out, int(M), int(D), int(R), int(N));
+            break;
+        case at::kBFloat16:
+            run_fused<__nv_bfloat16>(hidden, w_down, w_up_k, w_up_v, out, int(M), int(D), int(R), int(N));
+            break;
+        default:
+            run_fused<__half>(hidden, w_down, w_up_k, w_up_v, out, int(M), int(D), int(R), int(N));
+            break;
+    }
+    return out;
+}

@@ -1,0 +1,377 @@
+// summary: Stage one: latent = hidden @ w_down by one cuBLAS GEMM with fp32 output; stage two: one tiled SIMT GEMM kernel computes latent @ [w_up_k | w_up_v] and writes the stacked (b, s, 2, heads, head_dim) output directly, no k/v intermediate.
+// dtypes: float32,bfloat16,float16
+
+/*
+ * Stage one (cuBLAS, PyTorch's handle on the current stream): latent(M, rank) in fp32.
+ *   float32 : cublasSgemm with CUBLAS_DEFAULT_MATH forced for the call (no TF32), handle mode restored.
+ *   bf16/f16: cublasGemmEx, A/B in the dtype, C = CUDA_R_32F, CUBLAS_COMPUTE_32F.
+ *
+ * Stage two (one kernel): out viewed as (M, 2N) = latent (M x rank) @ B (rank x 2N), B = [w_up_k | w_up_v]
+ *   (column c < N reads w_up_k[:, c], else w_up_v[:, c - N]).
+ *   Grid: x = row tiles of BM, y = column tiles of BN (consecutive blocks share one B column stripe -> L2).
+ *   K loop over rank in chunks of BK; A chunk (BM x BK fp32) and B chunk (BK x BN, dtype) are copied with
+ *   16-byte cp.async (zero-fill outside the tensors; plain loads when rows are not 16-byte aligned) into a
+ *   STAGES-deep shared-memory ring, one __syncthreads per chunk.
+ *   Thread (ty, tx) owns rows ty*TM .. ty*TM+TM-1 and columns tx*4 + h*(BN/(TN/4)) + {0..3}, h < TN/4:
+ *   per k it reads TM A values (float4 over 4 k, broadcast in the warp) and TN B values (float4 / 8-byte,
+ *   a warp's reads contiguous: conflict-free) and does TM*TN FMAs. Output stores are float4 (fp32) or
+ *   8-byte (4 x bf16/f16) when 2N % 4 == 0, scalar with bounds otherwise.
+ *   Configurations: BIG   BM=128, BN=128, BK=16, TM=8, TN=8, 256 threads, 3 stages (~167 regs: 1 block/SM)
+ *                   SMALL BM=32,  BN=64,  BK=16, TM=4, TN=4, 128 threads, 3 stages (when BIG gives < #SMs blocks)
+ */
+
+#include <torch/extension.h>
+#include <ATen/cuda/CUDAContext.h>
+#include <c10/cuda/CUDAException.h>
+#include <c10/cuda/CUDAGuard.h>
+#include <cublas_v2.h>
+#include <cuda_runtime.h>
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+#include <cstdint>
+#include <climits>
+
+namespace {
+
+// ---------------------------------------------------------------- element helpers
+__device__ __forceinline__ float to_f(float x) { return x; }
+__device__ __forceinline__ float to_f(__nv_bfloat16 x) { return __bfloat162float(x); }
+__device__ __forceinline__ float to_f(__half x) { return __half2float(x); }
+
+template <typename T> __device__ __forceinline__ T from_f(float x);
+template <> __device__ __forceinline__ float from_f<float>(float x) { return x; }
+template <> __device__ __forceinline__ __nv_bfloat16 from_f<__nv_bfloat16>(float x) { return __float2bfloat16_rn(x); }
+template <> __device__ __forceinline__ __half from_f<__half>(float x) { return __float2half_rn(x); }
+
+__device__ __forceinline__ float4 ld4(const float* p) { return *reinterpret_cast<const float4*>(p); }
+__device__ __forceinline__ float4 ld4(const __nv_bfloat16* p) {
+    const uint2 u = *reinterpret_cast<const uint2*>(p);
+    return make_float4(__uint_as_float(u.x << 16), __uint_as_float(u.x & 0xffff0000u),
+                       __uint_as_float(u.y << 16), __uint_as_float(u.y & 0xffff0000u));
+}
+__device__ __forceinline__ float4 ld4(const __half* p) {
+    const uint2 u = *reinterpret_cast<const uint2*>(p);
+    __half2 h0, h1;
+    *reinterpret_cast<uint32_t*>(&h0) = u.x;
+    *reinterpret_cast<uint32_t*>(&h1) = u.y;
+    const float2 a = __half22float2(h0), b = __half22float2(h1);
+    return make_float4(a.x, a.y, b.x, b.y);
+}
+
+__device__ __forceinline__ void st4(float* p, float4 v) { *reinterpret_cast<float4*>(p) = v; }
+__device__ __forceinline__ void st4(__nv_bfloat16* p, float4 v) {
+    __nv_bfloat162 lo = __floats2bfloat162_rn(v.x, v.y), hi = __floats2bfloat162_rn(v.z, v.w);
+    uint2 u;
+    u.x = *reinterpret_cast<uint32_t*>(&lo);
+    u.y = *reinterpret_cast<uint32_t*>(&hi);
+    *reinterpret_cast<uint2*>(p) = u;
+}
+__device__ __forceinline__ void st4(__half* p, float4 v) {
+    __half2 lo = __floats2half2_rn(v.x, v.y), hi = __floats2half2_rn(v.z, v.w);
+    uint2 u;
+    u.x = *reinterpret_cast<uint32_t*>(&lo);
+    u.y = *reinterpret_cast<uint32_t*>(&hi);
+    *reinterpret_cast<uint2*>(p) = u;
+}
+
+__device__ __forceinline__ void cp_async16(void* smem, const void* gmem, bool pred) {
+    const unsigned s = static_cast<unsigned>(__cvta_generic_to_shared(smem));
+    const int n = pred ? 16 : 0;  // src-size 0: nothing is read, 16 zero bytes are written
+    asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(s), "l"(gmem), "r"(n) : "memory");
+}
+__device__ __forceinline__ void cp_async_commit() { asm volatile("cp.async.commit_group;\n" ::: "memory"); }
+template <int N>
+__device__ __forceinline__ void cp_async_wait() { asm volatile("cp.async.wait_group %0;\n" ::"n"(N) : "memory"); }
+
+__host__ __device__ constexpr int cdiv(int a, int b) { return (a + b - 1) / b; }
+
+template <typename T, int BM, int BN, int BK, int TM, int TN, int NT, int STAGES>
+struct UpCfg {
+    static constexpr int V = 16 / int(sizeof(T));  // dtype elements per 16-byte vector
+    static constexpr int APITCH = BK + 4;           // fp32 A chunk row pitch
+    static constexpr int A_FLOATS = BM * APITCH;
+    static constexpr int B_ELEMS = BK * BN;
+    static constexpr size_t STAGE_BYTES = size_t(A_FLOATS) * 4 + size_t(B_ELEMS) * sizeof(T);
+    static constexpr size_t SMEM = STAGE_BYTES * STAGES;
+    static constexpr int TXN = BN / TN, TYN = BM / TM, NH = TN / 4, HSTRIDE = BN / NH;
+    static_assert(TXN * TYN == NT, "thread count must equal (BM/TM) * (BN/TN)");
+    static_assert(BM % TM == 0 && BN % TN == 0 && TN % 4 == 0 && BK % 4 == 0, "tile shape");
+    static_assert(BN % V == 0 && (A_FLOATS * 4) % 16 == 0 && (B_ELEMS * sizeof(T)) % 16 == 0, "alignment");
+    static_assert(STAGES >= 2, "at least double buffering");
+};
+
+template <typename T, int BM, int BN, int BK, int TM, int TN, int NT, int STAGES, int KA, int MINB>
+__global__ void __launch_bounds__(NT, MINB)
+up_stack_kernel(const float* __restrict__ lat, const T* __restrict__ w_up_k, const T* __restrict__ w_up_v,
+                T* __restrict__ out, int M, int R, int N, int vec_a, int vec_b, int vec_out) {
+    using C = UpCfg<T, BM, BN, BK, TM, TN, NT, STAGES>;
+    static_assert(KA == 2 || KA == 4, "A fragment width");
+    constexpr int V = C::V, APITCH = C::APITCH, A_FLOATS = C::A_FLOATS, B_ELEMS = C::B_ELEMS;
+    constexpr int TXN = C::TXN, NH = C::NH, HSTRIDE = C::HSTRIDE;
+
+    extern __shared__ __align__(16) unsigned char smem_raw[];
+
+    const int tid = threadIdx.x;
+    const int ty = tid / TXN, tx = tid - (tid / TXN) * TXN;
+    const int64_t m0 = int64_t(blockIdx.x) * BM;
+    const int n0 = int(blockIdx.y) * BN;
+    const int64_t M64 = M;
+    const int N2 = 2 * N;
+    const int nK = cdiv(R, BK);
+
+    auto stage_a = [&](int s) { return reinterpret_cast<float*>(smem_raw + size_t(s) * C::STAGE_BYTES); };
+    auto stage_b = [&](int s) {
+        return reinterpret_cast<T*>(smem_raw + size_t(s) * C::STAGE_BYTES + size_t(A_FLOATS) * 4);
+    };
+
+    auto load_chunk = [&](int kc, int s) {
+        float* As = stage_a(s);
+        T* Bs = stage_b(s);
+        const int k0 = kc * BK;
+        // A: lat[m0 : m0+BM, k0 : k0+BK] (fp32)
+        if (vec_a) {
+            constexpr int VPR = BK / 4;
+#pragma unroll
+            for (int v = tid; v < BM * VPR; v += NT) {
+                const int r = v / VPR, kv = (v - r * VPR) * 4;
+                const int64_t row = m0 + r;
+                const int col = k0 + kv;
+                const bool p = row < M64 && col < R;
+                const float* src = p ? lat + row * int64_t(R) + col : lat;
+                cp_async16(As + r * APITCH + kv, src, p);
+            }
+        } else {
+            for (int e = tid; e < BM * BK; e += NT) {
+                const int r = e / BK, kk = e - r * BK;
+                const int64_t row = m0 + r;
+                const int col = k0 + kk;
+                As[r * APITCH + kk] = (row < M64 && col < R) ? lat[row * int64_t(R) + col] : 0.f;
+            }
+        }
+        // B: [w_up_k | w_up_v][k0 : k0+BK, n0 : n0+BN]
+        if (vec_b) {  // N % V == 0: a vector never straddles the k|v boundary
+            constexpr int VPR = BN / V;
+#pragma unroll
+            for (int v = tid; v < BK * VPR; v += NT) {
+                const int r = v / VPR, nv = (v - r * VPR) * V;
+                const int kr = k0 + r, col = n0 + nv;
+                const bool p = kr < R && col < N2;
+                const T* src = w_up_k;
+                if (p) src = (col < N) ? w_up_k + int64_t(kr) * N + col : w_up_v + int64_t(kr) * N + (col - N);
+                cp_async16(Bs + r * BN + nv, src, p);
+            }
+        } else {
+            for (int e = tid; e < B_ELEMS; e += NT) {
+                const int r = e / BN, nn = e - r * BN;
+                const int kr = k0 + r, col = n0 + nn;
+                T val = from_f<T>(0.f);
+                if (kr < R && col < N2)
+                    val = (col < N) ? w_up_k[int64_t(kr) * N + col] : w_up_v[int64_t(kr) * N + (col - N)];
+                Bs[r * BN + nn] = val;
+            }
+        }
+    };
+
+    float acc[TM][TN];
+#pragma unroll
+    for (int i = 0; i < TM; ++i)
+#pragma unroll
+        for (int j = 0; j < TN; ++j) acc[i][j] = 0.f;
+
+#pragma unroll
+    for (int s = 0; s < STAGES - 1; ++s) {
+        if (s < nK) load_chunk(s, s);
+        cp_async_commit();
+    }
+
+    for (int kc = 0; kc < nK; ++kc) {
+        cp_async_wait<STAGES - 2>();
+        __syncthreads();
+        {
+            const int pc = kc + STAGES - 1;
+            if (pc < nK) load_chunk(pc, pc % STAGES);
+            cp_async_commit();
+        }
+        const int s = kc % STAGES;
+        const float* A = stage_a(s) + (ty * TM) * APITCH;
+        const T* B = stage_b(s) + tx * 4;
+#pragma unroll
+        for (int kk = 0; kk < BK; kk += KA) {
+            float a[TM][KA];  // KA consecutive k of each of the TM rows (float4 or float2 loads)
+#pragma unroll
+            for (int i = 0; i < TM; ++i) {
+                if constexpr (KA == 4) {
+                    const float4 t = ld4(A + i * APITCH + kk);
+                    a[i][0] = t.x; a[i][1] = t.y; a[i][2] = t.z; a[i][3] = t.w;
+                } else {
+                    const float2 t = *reinterpret_cast<const float2*>(A + i * APITCH + kk);
+                    a[i][0] = t.x; a[i][1] = t.y;
+                }
+            }
+#pragma unroll
+            for (int q = 0; q < KA; ++q) {
+                float b[TN];
+#pragma unroll
+                for (int h = 0; h < NH; ++h) {
+                    const float4 t = ld4(B + (kk + q) * BN + h * HSTRIDE);
+                    b[4 * h + 0] = t.x; b[4 * h + 1] = t.y; b[4 * h + 2] = t.z; b[4 * h + 3] = t.w;
+                }
+#pragma unroll
+                for (int i = 0; i < TM; ++i)
+#pragma unroll
+                    for (int j = 0; j < TN; ++j) acc[i][j] = fmaf(a[i][q], b[j], acc[i][j]);
+            }
+        }
+    }
+    cp_async_wait<0>();
+
+    // epilogue: rows m0 + ty*TM + i, columns n0 + tx*4 + h*HSTRIDE + {0..3}
+#pragma unroll
+    for (int i = 0; i < TM; ++i) {
+        const int64_t row = m0 + ty * TM + i;
+        if (row >= M64) continue;
+#pragma unroll
+        for (int h = 0; h < NH; ++h) {
+            const int c = n0 + tx * 4 + h * HSTRIDE;
+            if (c >= N2) continue;
+            T* o = out + row * int64_t(N2) + c;
+            const float4 v = make_float4(acc[i][4 * h], acc[i][4 * h + 1], acc[i][4 * h + 2], acc[i][4 * h + 3]);
+            if (vec_out) {  // N2 % 4 == 0, so c + 3 < N2
+                st4(o, v);
+            } else {
+                o[0] = from_f<T>(v.x);
+                if (c + 1 < N2) o[1] = from_f<T>(v.y);
+                if (c + 2 < N2) o[2] = from_f<T>(v.z);
+                if (c + 3 < N2) o[3] = from_f<T>(v.w);
+            }
+        }
+    }
+}
+
+template <typename T, int BM, int BN, int BK, int TM, int TN, int NT, int STAGES, int KA, int MINB>
+void launch_up(const float* lat, const T* wk, const T* wv, T* out, int M, int R, int N, bool vec_a, bool vec_b,
+               bool vec_out, int dev, int optin, cudaStream_t stream) {
+    using C = UpCfg<T, BM, BN, BK, TM, TN, NT, STAGES>;
+    auto kern = up_stack_kernel<T, BM, BN, BK, TM, TN, NT, STAGES, KA, MINB>;
+    TORCH_CHECK(C::SMEM <= size_t(optin), "two_stage: stage-two tile needs ", C::SMEM,
+                " bytes of shared memory, above cudaDevAttrMaxSharedMemoryPerBlockOptin = ", optin);
+    static int configured[64] = {0};
+    if (dev < 0 || dev >= 64 || !configured[dev]) {
+        C10_CUDA_CHECK(cudaFuncSetAttribute(kern, cudaFuncAttributeMaxDynamicSharedMemorySize, int(C::SMEM)));
+        if (dev >= 0 && dev < 64) configured[dev] = 1;
+    }
+    const int col_tiles = cdiv(2 * N, BN);
+    TORCH_CHECK(col_tiles <= 65535, "two_stage: 2N = ", 2 * N, " exceeds the grid.y limit (65535 tiles of ", BN, ")");
+    dim3 grid(unsigned(cdiv(M, BM)), unsigned(col_tiles));
+    kern<<<grid, NT, C::SMEM, stream>>>(lat, wk, wv, out, M, R, N, vec_a, vec_b, vec_out);
+    C10_CUDA_KERNEL_LAUNCH_CHECK();
+}
+
+struct MathModeGuard {
+    cublasHandle_t h;
+    cublasMath_t saved;
+    explicit MathModeGuard(cublasHandle_t handle, cublasMath_t mode) : h(handle) {
+        TORCH_CHECK(cublasGetMathMode(h, &saved) == CUBLAS_STATUS_SUCCESS, "two_stage: cublasGetMathMode failed");
+        TORCH_CHECK(cublasSetMathMode(h, mode) == CUBLAS_STATUS_SUCCESS, "two_stage: cublasSetMathMode failed");
+    }
+    ~MathModeGuard() { cublasSetMathMode(h, saved); }
+};
+
+template <typename T>
+void run_two_stage(const torch::Tensor& hidden, const torch::Tensor& w_down, const torch::Tensor& w_up_k,
+                   const torch::Tensor& w_up_v, torch::Tensor& out, int M, int D, int R, int N) {
+    cudaStream_t stream = at::cuda::getCurrentCUDAStream();
+    auto latent = torch::empty({int64_t(M), int64_t(R)}, hidden.options().dtype(torch::kFloat32));
+
+    // ---- stage one: latent (M x R, fp32) = hidden (M x D) @ w_down (D x R); column-major: lat^T = w_down^T hidden^T
+    {
+        cublasHandle_t handle = at::cuda::getCurrentCUDABlasHandle();
+        TORCH_CHECK(cublasSetStream(handle, stream) == CUBLAS_STATUS_SUCCESS, "two_stage: cublasSetStream failed");
+        MathModeGuard mg(handle, CUBLAS_DEFAULT_MATH);  // no TF32 for the float32 path
+        const float one = 1.f, zero = 0.f;
+        cublasStatus_t st;
+        if constexpr (std::is_same<T, float>::value) {
+            st = cublasSgemm(handle, CUBLAS_OP_N, CUBLAS_OP_N, R, M, D, &one, w_down.data_ptr<float>(), R,
+                             hidden.data_ptr<float>(), D, &zero, latent.data_ptr<float>(), R);
+        } else {
+            const cudaDataType_t ty = std::is_same<T, __half>::value ? CUDA_R_16F : CUDA_R_16BF;
+            st = cublasGemmEx(handle, CUBLAS_OP_N, CUBLAS_OP_N, R, M, D, &one, w_down.data_ptr(), ty, R,
+                              hidden.data_ptr(), ty, D, &zero, latent.data_ptr(), CUDA_R_32F, R, CUBLAS_COMPUTE_32F,
+                              CUBLAS_GEMM_DEFAULT);
+        }
+        TORCH_CHECK(st == CUBLAS_STATUS_SUCCESS, "two_stage: stage-one cuBLAS GEMM failed with status ", int(st));
+    }
+
+    // ---- stage two
+    const int dev = hidden.get_device();
+    int optin = 0;
+    C10_CUDA_CHECK(cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, dev));
+    const int sms = at::cuda::getCurrentDeviceProperties()->multiProcessorCount;
+
+    const float* lat = latent.data_ptr<float>();
+    const T* wk = reinterpret_cast<const T*>(w_up_k.data_ptr());
+    const T* wv = reinterpret_cast<const T*>(w_up_v.data_ptr());
+    T* o = reinterpret_cast<T*>(out.data_ptr());
+    constexpr int V = 16 / int(sizeof(T));
+    auto al16 = [](const void* p) { return (reinterpret_cast<uintptr_t>(p) & 15u) == 0; };
+    const bool vec_a = (R % 4 == 0) && al16(lat);
+    const bool vec_b = (N % V == 0) && al16(wk) && al16(wv);
+    const bool vec_out = ((2 * N) % 4 == 0) && ((reinterpret_cast<uintptr_t>(o) & (4 * sizeof(T) - 1)) == 0);
+
+    const long big_blocks = long(cdiv(M, 128)) * long(cdiv(2 * N, 128));
+    if (big_blocks >= sms)
+        launch_up<T, 128, 128, 16, 8, 8, 256, 3, 4, 1>(lat, wk, wv, o, M, R, N, vec_a, vec_b, vec_out, dev, optin, stream);
+    else
+        launch_up<T, 32, 64, 16, 4, 4, 128, 3, 4, 1>(lat, wk, wv, o, M, R, N, vec_a, vec_b, vec_out, dev, optin, stream);
+}
+
+}  // namespace
+
+torch::Tensor forward(torch::Tensor hidden, torch::Tensor w_down, torch::Tensor w_up_k, torch::Tensor w_up_v,
+                      int64_t kv_heads) {
+    TORCH_CHECK(hidden.is_cuda() && w_down.is_cuda() && w_up_k.is_cuda() && w_up_v.is_cuda(),
+                "two_stage: all inputs must be CUDA tensors");
+    TORCH_CHECK(hidden.get_device() == w_down.get_device() && hidden.get_device() == w_up_k.get_device() &&
+                    hidden.get_device() == w_up_v.get_device(),
+                "two_stage: all inputs must be on the same device");
+    TORCH_CHECK(hidden.is_contiguous() && w_down.is_contiguous() && w_up_k.is_contiguous() && w_up_v.is_contiguous(),
+                "two_stage: all inputs must be contiguous");
+    const auto dt = hidden.scalar_type();
+    TORCH_CHECK(w_down.scalar_type() == dt && w_up_k.scalar_type() == dt && w_up_v.scalar_type() == dt,
+                "two_stage: all inputs must have one dtype");
+    TORCH_CHECK(dt == at::kFloat || dt == at::kBFloat16 || dt == at::kHalf,
+                "two_stage: dtype must be float32, bfloat16 or float16, got ", dt);
+    TORCH_CHECK(hidden.dim() == 3, "two_stage: hidden must be 3-D (b, s, d), got ", hidden.dim(), "-D");
+    TORCH_CHECK(w_down.dim() == 2 && w_down.size(0) == hidden.size(2),
+                "two_stage: w_down must be (d, rank) with d = hidden.size(2) = ", hidden.size(2));
+    TORCH_CHECK(w_up_k.dim() == 2 && w_up_v.dim() == 2, "two_stage: w_up_k and w_up_v must be 2-D (rank, N)");
+    TORCH_CHECK(w_up_k.sizes() == w_up_v.sizes(), "two_stage: w_up_k and w_up_v must have the same shape");
+    TORCH_CHECK(w_up_k.size(0) == w_down.size(1), "two_stage: w_up_k.size(0) must equal rank = w_down.size(1)");
+    TORCH_CHECK(kv_heads > 0, "two_stage: kv_heads must be positive");
+    TORCH_CHECK(w_up_k.size(1) % kv_heads == 0, "two_stage: N = w_up_k.size(1) must be divisible by kv_heads");
+
+    const int64_t b = hidden.size(0), s = hidden.size(1), D = hidden.size(2);
+    const int64_t R = w_down.size(1), N = w_up_k.size(1);
+    const int64_t head_dim = N / kv_heads;
+    const int64_t M = b * s;
+    TORCH_CHECK(M <= INT_MAX && D <= INT_MAX && R <= INT_MAX && 2 * N <= INT_MAX,
+                "two_stage: sizes must fit in int32 (M = ", M, ", d = ", D, ", rank = ", R, ", 2N = ", 2 * N, ")");
+
+    c10::cuda::CUDAGuard guard(hidden.device());
+    auto out = torch::empty({b, s, 2, kv_heads, head_dim}, hidden.options());
+    if (M == 0 || N == 0) return out;
+    if (D == 0 || R == 0) return out.zero_();
+
+    switch (dt) {
+        case at::kFloat:
+            run_two_stage<float>(hidden, w_down, w_up_k, w_up_v, out, int(M), int(D), int(R), int(N));
+            break;
+        case at::kBFloat16:
+            run_two_stage<__nv_bfloat16>(hidden, w_down, w_up_k, w_up_v, out, int(M), int(D), int(R), int(N));
+            break;
+        default:
+            run_two_stage<__half>(hidden, w_down, w_up_k, w_up_v, out, int(M), int(D), int(R), int(N));
+            break;
+    }
+    return out;
+}

@@ -1,0 +1,54 @@
+"""Command-line exits: usage errors exit 2 with one line; compare works on files alone."""
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from harness import cli
+
+REPO = Path(__file__).resolve().parent.parent
+DATA = REPO / "tests" / "data"
+
+
+@pytest.mark.parametrize("argv, message", [
+    (["--variant", "nosuch"], "unknown variant 'nosuch'"),
+    (["--shape", "seed,nosuch"], "unknown shape 'nosuch'"),
+    (["--shape", "b=1,s=2"], "missing d, rank, heads, head_dim"),
+    (["--dtype", "float64"], "unknown dtype 'float64'"),
+    (["--rounds", "0"], "--rounds must be positive"),
+    (["--json", "/proc/nope/x.json"], "--json /proc/nope/x.json: cannot write there"),
+    (["--bogus"], "unrecognized arguments: --bogus"),
+    (["--compare", "/nonexistent.json"], "no such result file"),
+    (["compare", "/nonexistent.json", "/x.json"], "no such result file"),
+    (["compare", "only-one.json"], "the following arguments are required: current"),
+])
+def test_usage_errors_exit_2_with_one_line(argv, message, capsys):
+    assert cli.main(argv) == cli.EXIT_USAGE
+    err = capsys.readouterr().err
+    assert message in err and err.count("\n") == 1
+
+
+def test_corrupt_and_old_files_exit_2(tmp_path, capsys):
+    truncated = tmp_path / "t.json"
+    truncated.write_text((DATA / "result_small.json").read_text()[:500])
+    old = tmp_path / "old.json"
+    old.write_text(json.dumps({"schema": 0, "env": {}, "rows": []}))
+    assert cli.main(["compare", str(truncated), str(DATA / "result_small.json")]) == 2
+    assert "not valid JSON" in capsys.readouterr().err
+    assert cli.main(["compare", str(old), str(DATA / "result_small.json")]) == 2
+    assert "schema 0, this harness reads schema 1" in capsys.readouterr().err
+
+
+def test_compare_same_file_passes(tmp_path, capsys):
+    md = tmp_path / "c.md"
+    assert cli.main(["compare", str(DATA / "result_small.json"), str(DATA / "result_small.json"),
+                     "--markdown", str(md)]) == 0
+    assert "SAME" in capsys.readouterr().out and "SAME" in md.read_text()
+
+
+def test_entry_point_runs_as_a_script():
+    proc = subprocess.run([sys.executable, "run_bench.py", "--dtype", "int8"], cwd=REPO, capture_output=True,
+                          text=True)
+    assert proc.returncode == 2 and "unknown dtype 'int8'" in proc.stderr

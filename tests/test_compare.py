@@ -1,0 +1,291 @@
+"""The regression gate on doctored copies of one result file.
+
+Every case is derived from the `base_result` fixture, not from hard-coded numbers, so
+the placeholder tests/data/result_small.json can be swapped for a real H200 run.
+"""
+import copy
+from pathlib import Path
+
+import pytest
+
+from harness.compare import (DEFAULT_FLOOR, NOT_COMPARED, Verdict, compare_files, compare_results,
+                             render_markdown, render_table)
+from harness.errors import CompareRefused
+from harness.resultfile import read_result_file, write_result_file
+
+DATA_DIR = Path(__file__).parent / "data"
+BASE_RESULT_FILE = DATA_DIR / "result_small.json"
+REAL_RUNS = (DATA_DIR / "h200_run1.json", DATA_DIR / "h200_run2.json")
+
+
+@pytest.fixture
+def base_result() -> dict:
+    return read_result_file(BASE_RESULT_FILE)
+
+
+# --- doctoring helpers -----------------------------------------------------------------
+
+def same_key(row, other):
+    return (row["variant"], row["shape"], row["dtype"]) == (other["variant"], other["shape"], other["dtype"])
+
+
+def eager_of(result, row):
+    return next(r for r in result["rows"] if r["variant"] == "eager"
+                and r["shape"] == row["shape"] and r["dtype"] == row["dtype"])
+
+
+def comparable(result, row):
+    """An ok, quiet, compared row whose eager row is ok and quiet too."""
+    if row["variant"] in NOT_COMPARED or row["status"] != "ok":
+        return False
+    eager = eager_of(result, row)
+    timed = [row[k] for k in ("gpu_us", "call_us")] + [eager[k] for k in ("gpu_us", "call_us")]
+    speedups = (row.get("speedup") or {}).get("vs_eager") or {}
+    return all(t and not t["noisy"] for t in timed) and all(speedups.get(m) for m in ("gpu", "call"))
+
+
+def gpu_noise(result, row):
+    return (row["gpu_us"]["spread"] or 0) + (eager_of(result, row)["gpu_us"]["spread"] or 0)
+
+
+def pick_row(result):
+    """The comparable row with the least recorded gpu noise: doctored changes stand out."""
+    candidates = [r for r in result["rows"] if comparable(result, r)]
+    assert candidates, "the base result file has no comparable row"
+    return min(candidates, key=lambda r: gpu_noise(result, r))
+
+
+def find(result, row):
+    return next(r for r in result["rows"] if same_key(r, row))
+
+
+def scale_gpu_time(result, row, factor):
+    """A copy of `result` whose `row` took `factor` times the gpu time, speedups recomputed."""
+    result = copy.deepcopy(result)
+    target = find(result, row)
+    timing = target["gpu_us"]
+    timing["median"] *= factor
+    timing["rounds"] = [x * factor for x in timing["rounds"]]
+    for reference, speedups in target["speedup"].items():
+        ref_variant = reference.removeprefix("vs_")
+        ref_row = next((r for r in result["rows"] if r["variant"] == ref_variant
+                        and r["shape"] == row["shape"] and r["dtype"] == row["dtype"]), None)
+        if speedups and ref_row and ref_row["gpu_us"]:
+            speedups["gpu"] = ref_row["gpu_us"]["median"] / timing["median"]
+    return result
+
+
+def verdicts_of(comparison, row):
+    return {r.metric: r for r in comparison.rows
+            if (r.variant, r.shape_name, r.dtype) == (row["variant"], row["shape"]["name"], row["dtype"])}
+
+
+def without_noisy_flags(result):
+    result = copy.deepcopy(result)
+    for row in result["rows"]:
+        for key in ("gpu_us", "call_us"):
+            if row.get(key):
+                row[key]["noisy"] = False
+    return result
+
+
+# --- verdicts --------------------------------------------------------------------------
+
+def test_unchanged_run_passes_all_same(base_result):
+    comparison = compare_results(base_result, copy.deepcopy(base_result))
+    assert comparison.exit_code == 0
+    assert {r.verdict for r in comparison.rows} <= {Verdict.SAME, Verdict.NOISY}
+    quiet = without_noisy_flags(base_result)
+    rows = compare_results(quiet, copy.deepcopy(quiet)).rows
+    compared = [r for r in base_result["rows"] if r["variant"] not in NOT_COMPARED]
+    assert len(rows) == 2 * len(compared)
+    assert {r.verdict for r in rows} == {Verdict.SAME}
+
+
+def test_eager_and_floor_rows_are_not_compared(base_result):
+    variants = {r.variant for r in compare_results(base_result, base_result).rows}
+    assert not variants & NOT_COMPARED
+    assert {"compile", "torch-2gemm"} <= variants
+
+
+def test_slower_row_fails_the_gate(base_result):
+    row = pick_row(base_result)
+    comparison = compare_results(base_result, scale_gpu_time(base_result, row, 1.30))
+    gpu = verdicts_of(comparison, row)["gpu"]
+    assert gpu.verdict == Verdict.SLOWER
+    assert gpu.change == pytest.approx(1 / 1.30 - 1, rel=1e-3)
+    assert verdicts_of(comparison, row)["call"].verdict == Verdict.SAME
+    assert comparison.exit_code == 1
+    assert [r.verdict for r in comparison.rows].count(Verdict.SLOWER) == 1
+
+
+def test_faster_row_passes(base_result):
+    row = pick_row(base_result)
+    comparison = compare_results(base_result, scale_gpu_time(base_result, row, 1 / 1.30))
+    gpu = verdicts_of(comparison, row)["gpu"]
+    assert gpu.verdict == Verdict.FASTER
+    assert gpu.change == pytest.approx(0.30, rel=1e-3)
+    assert comparison.exit_code == 0
+
+
+def test_threshold_is_floor_or_recorded_spread(base_result):
+    row = pick_row(base_result)
+    gpu = verdicts_of(compare_results(base_result, base_result), row)["gpu"]
+    assert gpu.threshold == pytest.approx(max(DEFAULT_FLOOR, gpu_noise(base_result, row)))
+    wide = verdicts_of(compare_results(base_result, base_result, floor=0.5), row)["gpu"]
+    assert wide.threshold == 0.5
+
+
+def test_change_within_recorded_spread_is_same(base_result):
+    row = pick_row(base_result)
+    current = scale_gpu_time(base_result, row, 1.20)
+    find(current, row)["gpu_us"]["spread"] = 0.5  # that row's rounds disagreed by 50 %
+    gpu = verdicts_of(compare_results(base_result, current), row)["gpu"]
+    assert gpu.change < -DEFAULT_FLOOR
+    assert gpu.threshold >= 0.5
+    assert gpu.verdict == Verdict.SAME
+
+
+def test_larger_floor_accepts_a_slower_row(base_result):
+    row = pick_row(base_result)
+    comparison = compare_results(base_result, scale_gpu_time(base_result, row, 1.30), floor=0.5)
+    assert verdicts_of(comparison, row)["gpu"].verdict == Verdict.SAME
+    assert comparison.exit_code == 0
+
+
+def test_missing_and_new_rows(base_result):
+    row = pick_row(base_result)
+    without_row = copy.deepcopy(base_result)
+    without_row["rows"] = [r for r in without_row["rows"] if not same_key(r, row)]
+    missing = compare_results(base_result, without_row)
+    assert {r.verdict for r in verdicts_of(missing, row).values()} == {Verdict.MISSING}
+    assert missing.exit_code == 0
+    new = compare_results(without_row, base_result)
+    assert {r.verdict for r in verdicts_of(new, row).values()} == {Verdict.NEW}
+    assert new.exit_code == 0
+
+
+def test_row_that_now_crashes_is_failed(base_result):
+    row = pick_row(base_result)
+    current = copy.deepcopy(base_result)
+    find(current, row).update(status="crashed", message="CUDA error: an illegal memory access",
+                              gpu_us=None, call_us=None, speedup=None, error=None)
+    comparison = compare_results(base_result, current)
+    rows = verdicts_of(comparison, row).values()
+    assert {r.verdict for r in rows} == {Verdict.FAILED}
+    assert all("crashed" in r.note for r in rows)
+    assert comparison.exit_code == 1
+
+
+def test_row_not_ok_in_both_files_is_same_with_its_status(base_result):
+    row = pick_row(base_result)
+    unsupported = copy.deepcopy(base_result)
+    find(unsupported, row).update(status="unsupported", gpu_us=None, call_us=None, speedup=None)
+    comparison = compare_results(unsupported, copy.deepcopy(unsupported))
+    rows = verdicts_of(comparison, row).values()
+    assert {r.verdict for r in rows} == {Verdict.SAME}
+    assert all("unsupported" in r.note for r in rows)
+    assert comparison.exit_code == 0
+    now_ok = verdicts_of(compare_results(unsupported, base_result), row).values()
+    assert {r.verdict for r in now_ok} == {Verdict.NEW}
+
+
+def test_noisy_row_is_noisy(base_result):
+    row = pick_row(base_result)
+    current = copy.deepcopy(base_result)
+    find(current, row)["gpu_us"]["noisy"] = True
+    comparison = compare_results(base_result, current)
+    verdicts = verdicts_of(comparison, row)
+    assert verdicts["gpu"].verdict == Verdict.NOISY
+    assert "current" in verdicts["gpu"].note
+    assert verdicts["call"].verdict == Verdict.SAME
+    assert comparison.exit_code == 0
+
+
+def test_noisy_eager_row_makes_its_speedups_noisy(base_result):
+    row = pick_row(base_result)
+    current = copy.deepcopy(base_result)
+    eager_of(current, row)["call_us"]["noisy"] = True
+    assert verdicts_of(compare_results(base_result, current), row)["call"].verdict == Verdict.NOISY
+
+
+def test_missing_speedup_of_an_ok_row_is_noisy(base_result):
+    row = pick_row(base_result)
+    current = copy.deepcopy(base_result)
+    find(current, row)["speedup"]["vs_eager"]["gpu"] = None
+    comparison = compare_results(base_result, current)
+    assert verdicts_of(comparison, row)["gpu"].verdict == Verdict.NOISY
+    assert comparison.exit_code == 0
+
+
+# --- environment -----------------------------------------------------------------------
+
+def test_different_gpu_is_refused_unless_forced(base_result):
+    current = copy.deepcopy(base_result)
+    current["env"]["gpu"] = "NVIDIA H100 80GB HBM3"
+    with pytest.raises(CompareRefused) as refused:
+        compare_results(base_result, current)
+    message = str(refused.value)
+    assert base_result["env"]["gpu"] in message and "NVIDIA H100 80GB HBM3" in message
+    assert "\n" not in message
+    forced = compare_results(base_result, current, force=True)
+    assert forced.exit_code == 0
+    assert any("NVIDIA H100 80GB HBM3" in note for note in forced.notes)
+
+
+def test_version_changes_are_noted_not_refused(base_result):
+    current = copy.deepcopy(base_result)
+    current["env"].update(driver="590.10.01", torch="2.12.0+cu130")
+    notes = compare_results(base_result, current).notes
+    assert f"driver {base_result['env']['driver']} -> 590.10.01" in notes
+    assert f"torch {base_result['env']['torch']} -> 2.12.0+cu130" in notes
+    assert not any(note.startswith("cuda") for note in notes)
+
+
+def test_interrupted_run_is_noted(base_result):
+    current = copy.deepcopy(base_result)
+    current["complete"] = False
+    assert any("interrupted" in note for note in compare_results(base_result, current).notes)
+
+
+def test_compare_files_reads_both_files(base_result, tmp_path):
+    row = pick_row(base_result)
+    write_result_file(tmp_path / "base.json", base_result)
+    write_result_file(tmp_path / "slow.json", scale_gpu_time(base_result, row, 1.30))
+    assert compare_files(tmp_path / "base.json", tmp_path / "base.json").exit_code == 0
+    assert compare_files(tmp_path / "base.json", tmp_path / "slow.json").exit_code == 1
+
+
+# --- rendering -------------------------------------------------------------------------
+
+def test_render_table_and_markdown_show_verdicts_and_change(base_result):
+    row = pick_row(base_result)
+    comparison = compare_results(base_result, scale_gpu_time(base_result, row, 1.30))
+    slower = verdicts_of(comparison, row)["gpu"]
+    change = f"{slower.change * 100:+.1f}"
+    for text in (render_table(comparison), render_markdown(comparison)):
+        assert "SLOWER" in text and "SAME" in text
+        assert change in text
+        assert "gate FAILED" in text
+    markdown = render_markdown(comparison)
+    assert "1 SLOWER" in markdown
+    assert base_result["env"]["gpu"] in markdown
+    assert markdown.index("| SLOWER") < markdown.index("| SAME")  # worst rows first
+    assert "| variant" in markdown
+
+
+def test_render_markdown_escapes_pipes_in_notes(base_result):
+    row = pick_row(base_result)
+    current = copy.deepcopy(base_result)
+    find(current, row).update(status="error", message="bad | value\nsecond line",
+                              gpu_us=None, call_us=None, speedup=None)
+    markdown = render_markdown(compare_results(base_result, current))
+    assert "error: bad \\| value second line" in markdown
+
+
+# --- real runs (once tests/data/h200_run*.json exist) ----------------------------------
+
+@pytest.mark.skipif(not all(p.exists() for p in REAL_RUNS), reason="no real H200 runs in tests/data yet")
+def test_two_real_runs_of_the_same_code_pass():
+    comparison = compare_files(*REAL_RUNS)
+    assert comparison.exit_code == 0, render_table(comparison)

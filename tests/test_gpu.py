@@ -1,0 +1,83 @@
+"""GPU tests: every variant in kernels/ is correct on every preset and on odd shapes (run on the H200)."""
+from pathlib import Path
+
+import pytest
+
+from harness import discover, runner
+from harness.problem import PRESET_NAMES, parse_shapes, preset
+from harness.records import FLOOR, KERNEL, OK, Task
+from harness.worker import Settings
+
+REPO = Path(__file__).resolve().parent.parent
+pytestmark = pytest.mark.gpu
+ODD_SHAPES = [
+    "b=1,s=1,d=7,rank=1,heads=1,head_dim=24",        # one token, rank 1
+    "b=3,s=37,d=129,rank=33,heads=3,head_dim=24",    # nothing a multiple of 8 or 16
+    "b=2,s=5,d=1,rank=17,heads=5,head_dim=13",       # d 1, odd head_dim
+    "b=5,s=77,d=300,rank=1,heads=2,head_dim=64",     # rank 1 with many rows
+    "b=1,s=1,d=7168,rank=512,heads=128,head_dim=128",  # one token at DeepSeek-V3 size
+    "b=7,s=129,d=520,rank=72,heads=6,head_dim=40",
+]
+SHAPES = [preset(n) for n in PRESET_NAMES] + [s for spec in ODD_SHAPES for s in parse_shapes(spec)]
+SMALL = [preset("seed"), preset("deepseek-v2-lite")] + [s for spec in ODD_SHAPES[:3] for s in parse_shapes(spec)]
+KERNEL_NAMES = [p.stem for p in discover.discover(REPO / "kernels")]
+
+
+@pytest.fixture(scope="session")
+def plan():
+    return runner.plan(discover.discover(REPO / "kernels"), [])
+
+
+@pytest.fixture(scope="session")
+def rows(plan):
+    """Check-only run of every kernel: float32 on all shapes; bf16/fp16 on a few where supported."""
+    settings = Settings(time=False, timing_so=plan.targets[0].so_path, timing_module=plan.targets[0].module_name)
+    tasks = [Task(s, "float32") for s in SHAPES] + [Task(s, d) for s in SMALL for d in ("bfloat16", "float16")]
+    collected = []
+    kernels = runner.Plan([t for t in plan.targets if t.kind == KERNEL], plan.rows)
+    runner.run(kernels, tasks, settings, collected.append, row_timeout_s=300)
+    return collected
+
+
+@pytest.mark.parametrize("name", KERNEL_NAMES)
+def test_variant_correct_everywhere(rows, name):
+    mine = [r for r in rows if r.variant == name and r.status != "unsupported"]
+    assert any(r.dtype == "float32" for r in mine)
+    bad = [f"{r.shape.label()} {r.dtype}: {r.status} {r.message}" for r in mine if r.status != OK]
+    assert not bad, "\n".join(bad)
+
+
+def test_float32_covers_every_shape(rows):
+    for name in KERNEL_NAMES:
+        covered = {r.shape for r in rows if r.variant == name and r.dtype == "float32"}
+        assert covered == set(SHAPES), name
+
+
+def test_empty_kernel_gpu_time_is_device_time_not_launch_cost(plan):
+    """Events around a lone call measure the host's launch too (~19 us on the H200); behind the blocking
+    kernel the same events must see only the device's few microseconds."""
+    import torch
+    from harness import baselines, timing
+    from harness.stats import StoppingRule, median
+
+    floor = next(t for t in plan.targets if t.kind == FLOOR)
+    helper = baselines.import_extension(floor.so_path, floor.module_name)
+    rule = StoppingRule(budget_s=0.3)
+    naive = timing.GpuTime(helper, flush=None, batch=1)
+    naive.blocked = False
+    blocked = timing.GpuTime(helper, flush=timing.L2Flush())
+    blocked.warm_up(helper.empty_launch)
+    naive_us = median(timing.measure(naive, helper.empty_launch, rule).samples_us)
+    blocked_us = median(timing.measure(blocked, helper.empty_launch, rule).samples_us)
+    torch.cuda.synchronize()
+    assert blocked_us < 6.0 and blocked_us < 0.5 * naive_us, (blocked_us, naive_us)
+
+
+def test_floor_row_through_the_runner(plan):
+    floor = next(t for t in plan.targets if t.kind == FLOOR)
+    settings = Settings(rounds=1, timing_so=floor.so_path, timing_module=floor.module_name)
+    got = []
+    runner.run_target(floor, [Task(preset("seed"), "float32")], settings, got.append, row_timeout_s=120)
+    (row,) = got
+    assert row.status == OK and row.gpu.method.startswith("blocked"), row
+    assert row.gpu.summary.n >= 30 and row.call.summary.n >= 20

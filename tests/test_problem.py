@@ -1,0 +1,65 @@
+import pytest
+import torch
+
+from harness import problem
+from harness.errors import UsageError
+
+
+def test_presets():
+    seed = problem.preset("seed")
+    assert (seed.b, seed.s, seed.d, seed.rank, seed.heads, seed.head_dim) == (4, 96, 256, 48, 4, 32)
+    v3 = problem.preset("deepseek-v3", tokens=128)
+    assert (v3.b, v3.s, v3.d, v3.rank, v3.heads, v3.head_dim) == (1, 128, 7168, 512, 128, 128)
+    assert [s.name for s in problem.parse_shapes("seed,kimi-k2,minicpm3")] == ["seed", "kimi-k2", "minicpm3"]
+
+
+def test_explicit_and_mixed():
+    shapes = problem.parse_shapes("seed;b=1,s=1,d=7,rank=1,heads=2,head_dim=24")
+    assert shapes[1] == problem.Shape("custom", 1, 1, 7, 1, 2, 24)
+    assert shapes[1].out_shape == (1, 1, 2, 2, 24)
+
+
+@pytest.mark.parametrize("spec, message", [
+    ("seeed", "unknown shape 'seeed'"),
+    ("b=1,s=1,d=7,rank=1,heads=2", "missing head_dim"),
+    ("b=1,s=1,d=7,rank=1,heads=2,head_dim=x", "'head_dim=x' is not key=positive-integer"),
+    ("b=0,s=1,d=7,rank=1,heads=2,head_dim=3", "'b' must be at least 1"),
+    ("b=1,s=1,d=7,rank=1,heads=2,head_dim=3,q=1", "unknown key 'q'"),
+    ("", "no shape given"),
+])
+def test_bad_shapes(spec, message):
+    with pytest.raises(UsageError, match=message):
+        problem.parse_shapes(spec)
+
+
+def test_dtypes():
+    assert problem.parse_dtypes("float32,bfloat16") == ["float32", "bfloat16"]
+    with pytest.raises(UsageError, match="unknown dtype 'fp8'"):
+        problem.parse_dtypes("float32,fp8")
+
+
+def test_reference_module_matches_definition():
+    shape = problem.Shape("t", 2, 3, 5, 4, 2, 3)
+    inputs = problem.make_inputs(shape, torch.float64, seed=1, device="cpu")
+    out = problem.reference_float64(shape, inputs)
+    latent = inputs.hidden.reshape(6, 5) @ inputs.w_down
+    assert out.shape == (2, 3, 2, 2, 3)
+    torch.testing.assert_close(out[:, :, 0].reshape(6, 6), latent @ inputs.w_up_k)
+    torch.testing.assert_close(out[:, :, 1].reshape(6, 6), latent @ inputs.w_up_v)
+
+
+def test_inputs_fresh_and_seeded():
+    shape = problem.SEED
+    a = problem.make_inputs(shape, torch.float32, seed=1, device="cpu")
+    b = problem.make_inputs(shape, torch.float32, seed=1, device="cpu")
+    c = problem.make_inputs(shape, torch.float32, seed=2, device="cpu")
+    assert torch.equal(a.hidden, b.hidden) and not torch.equal(a.hidden, c.hidden)
+    assert a.hidden.abs().min() > 0 or a.hidden.std() > 0.5  # random, not zeros
+
+
+def test_cost_counts():
+    s = problem.SEED
+    m, n = 384, 128
+    assert problem.flops(s) == 2 * m * 256 * 48 + 2 * m * 48 * 2 * n
+    assert problem.min_bytes(s, "float32") == 4 * (m * 256 + 256 * 48 + 2 * 48 * n + m * 2 * n)
+    assert problem.min_bytes(s, "bfloat16") * 2 == problem.min_bytes(s, "float32")

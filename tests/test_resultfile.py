@@ -1,0 +1,152 @@
+"""Result files: atomic writing, and one-line errors for every kind of bad file."""
+import json
+import os
+from pathlib import Path
+
+import pytest
+
+from harness.errors import ResultFileError
+from harness.resultfile import SCHEMA, read_result_file, write_result_file
+
+BASE_RESULT_FILE = Path(__file__).parent / "data" / "result_small.json"
+running_as_root = hasattr(os, "geteuid") and os.geteuid() == 0
+
+
+@pytest.fixture
+def result() -> dict:
+    return json.loads(BASE_RESULT_FILE.read_text())
+
+
+def rejected(path) -> str:
+    """The message read_result_file gives for `path`; it must be one line naming the file."""
+    with pytest.raises(ResultFileError) as error:
+        read_result_file(path)
+    message = str(error.value)
+    assert "\n" not in message
+    assert str(path) in message
+    return message
+
+
+def write_json(path, data) -> Path:
+    path.write_text(json.dumps(data))
+    return path
+
+
+def test_base_file_is_valid(result):
+    assert read_result_file(BASE_RESULT_FILE) == result
+    assert result["schema"] == SCHEMA
+
+
+def test_write_round_trips_and_creates_folders(result, tmp_path):
+    path = tmp_path / "results" / "h200" / "run.json"
+    write_result_file(path, result)
+    assert read_result_file(path) == result
+    text = path.read_text()
+    assert text.endswith("}\n")
+    assert text.splitlines()[1].startswith(' "')  # indent=1
+    assert os.listdir(path.parent) == ["run.json"]  # no temp file left behind
+
+
+def test_write_replaces_an_existing_file(result, tmp_path):
+    path = tmp_path / "run.json"
+    write_result_file(path, {"schema": SCHEMA, "env": {}, "rows": []})
+    write_result_file(path, result)
+    assert read_result_file(path) == result
+
+
+def test_write_refuses_a_path_under_a_file(result, tmp_path):
+    blocker = tmp_path / "not_a_folder"
+    blocker.write_text("")
+    path = blocker / "run.json"
+    with pytest.raises(ResultFileError, match="cannot write result file") as error:
+        write_result_file(path, result)
+    assert str(path) in str(error.value) and "\n" not in str(error.value)
+
+
+def test_write_refuses_a_path_that_is_a_folder(result, tmp_path):
+    with pytest.raises(ResultFileError, match="cannot write result file"):
+        write_result_file(tmp_path, result)
+    assert os.listdir(tmp_path) == []  # the temp file was removed
+
+
+@pytest.mark.skipif(running_as_root, reason="root ignores folder permissions")
+def test_write_refuses_a_read_only_folder(result, tmp_path):
+    folder = tmp_path / "read_only"
+    folder.mkdir(mode=0o500)
+    with pytest.raises(ResultFileError, match="Permission denied"):
+        write_result_file(folder / "run.json", result)
+
+
+def test_write_leaves_no_temp_file_when_data_is_not_json(tmp_path):
+    with pytest.raises(TypeError):
+        write_result_file(tmp_path / "run.json", {"schema": SCHEMA, "bad": object()})
+    assert os.listdir(tmp_path) == []
+
+
+def test_missing_file(tmp_path):
+    assert "no such result file" in rejected(tmp_path / "nowhere.json")
+
+
+def test_folder_instead_of_file(tmp_path):
+    assert "cannot read result file" in rejected(tmp_path)
+
+
+def test_empty_file(tmp_path):
+    path = tmp_path / "empty.json"
+    path.write_text("")
+    assert "empty result file" in rejected(path)
+
+
+def test_truncated_file(result, tmp_path):
+    text = json.dumps(result, indent=1)
+    path = tmp_path / "truncated.json"
+    path.write_text(text[: len(text) // 2])
+    assert "not valid JSON (truncated?) at line" in rejected(path)
+
+
+def test_not_utf8(tmp_path):
+    path = tmp_path / "binary.json"
+    path.write_bytes(b"\xff\xfe\x00garbage")
+    assert "not UTF-8" in rejected(path)
+
+
+def test_not_an_object(tmp_path):
+    assert "expected an object" in rejected(write_json(tmp_path / "list.json", [1, 2]))
+
+
+def test_old_schema(result, tmp_path):
+    result["schema"] = 0
+    message = rejected(write_json(tmp_path / "old.json", result))
+    assert f"schema 0, this harness reads schema {SCHEMA}" in message
+
+
+def test_newer_schema(result, tmp_path):
+    result["schema"] = SCHEMA + 1
+    assert f"schema {SCHEMA + 1}, this harness reads" in rejected(write_json(tmp_path / "new.json", result))
+
+
+def test_no_schema(result, tmp_path):
+    del result["schema"]
+    assert "no 'schema' key" in rejected(write_json(tmp_path / "noschema.json", result))
+
+
+def test_schema_must_be_an_integer(result, tmp_path):
+    result["schema"] = True  # equal to 1 in Python, still not schema 1
+    assert "schema True" in rejected(write_json(tmp_path / "bool.json", result))
+
+
+@pytest.mark.parametrize("key", ["env", "rows"])
+def test_missing_top_level_key(result, tmp_path, key):
+    del result[key]
+    assert f"no '{key}'" in rejected(write_json(tmp_path / "partial.json", result))
+
+
+@pytest.mark.parametrize("key", ["variant", "shape", "dtype", "status"])
+def test_row_missing_a_key(result, tmp_path, key):
+    del result["rows"][2][key]
+    assert f"row 2 has no '{key}'" in rejected(write_json(tmp_path / "row.json", result))
+
+
+def test_row_not_an_object(result, tmp_path):
+    result["rows"][1] = "fused_tiled"
+    assert "row 1 is not an object" in rejected(write_json(tmp_path / "row.json", result))
