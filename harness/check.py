@@ -7,6 +7,8 @@ Each failure mode has its own status, decided by behaviour (never by matching er
   wrong         outside the dtype's tolerance, or constant
   stale-output  wrong for these inputs but right for the previous trial's (output reuse)
   wrote-input   an input changed during the call
+  other-stream  a CUDA graph captured from the current stream does not write the output: the work
+                runs on some other stream, so it is not ordered after the caller's stream
 """
 from __future__ import annotations
 
@@ -18,8 +20,8 @@ import torch
 
 from harness.problem import DTYPES, Inputs, Shape, make_inputs, reference_float64
 
-OK, WRONG, NAN, UNWRITTEN, BAD_OUTPUT, WROTE_INPUT, STALE = (
-    "ok", "wrong", "nan", "unwritten", "bad-output", "wrote-input", "stale-output")
+OK, WRONG, NAN, UNWRITTEN, BAD_OUTPUT, WROTE_INPUT, STALE, OTHER_STREAM = (
+    "ok", "wrong", "nan", "unwritten", "bad-output", "wrote-input", "stale-output", "other-stream")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -144,7 +146,46 @@ def check_once(forward: Forward, shape: Shape, dtype_name: str, inputs: Inputs, 
     return verdict
 
 
-def check_variant(forward: Forward, shape: Shape, dtype_name: str, trials: int = 3, seed: int = 0) -> CheckResult:
+def check_graph_replay(forward: Forward, shape: Shape, dtype_name: str, seed: int) -> CheckResult:
+    """Capture one call from the current stream in a CUDA graph, replay it on fresh inputs, check.
+
+    Work launched on another stream during capture runs once, eagerly, and is not in the graph, so
+    the replayed output keeps the poison it was filled with. A call that cannot be captured at all
+    (it synchronizes, or allocates with cudaMalloc) is not judged here: the result says so and passes.
+    """
+    dtype = DTYPES[dtype_name]
+    static = make_inputs(shape, dtype, seed=seed)
+    caller = torch.cuda.current_stream()
+    side = torch.cuda.Stream()
+    side.wait_stream(caller)
+    with torch.cuda.stream(side):  # a warm-up off the caller's stream, as graph capture wants
+        forward(static)
+    caller.wait_stream(side)
+    graph = torch.cuda.CUDAGraph()
+    try:
+        with torch.cuda.graph(graph):
+            out = forward(static)
+    except Exception as exc:
+        torch.cuda.synchronize()
+        return CheckResult(OK, f"not checked under graph replay: capture failed ({type(exc).__name__})")
+    torch.cuda.synchronize()  # anything the capture ran eagerly has finished before the poison
+    fresh = make_inputs(shape, dtype, seed=seed + 1)
+    for dst, src in zip(static.tensors(), fresh.tensors()):
+        dst.copy_(src)
+    out.fill_(float("nan"))
+    graph.replay()
+    caller.synchronize()
+    if not bool(torch.isfinite(out).any()):
+        return CheckResult(OTHER_STREAM, "a CUDA graph captured from the current stream left the output "
+                                         "unwritten: the work runs on another stream")
+    verdict = judge_values(out, reference_float64(shape, fresh), dtype_name)
+    if verdict.status != OK:
+        return dataclasses.replace(verdict, message=f"under CUDA graph replay: {verdict.message}")
+    return verdict
+
+
+def check_variant(forward: Forward, shape: Shape, dtype_name: str, trials: int = 3, seed: int = 0,
+                  graph_check: bool = True) -> CheckResult:
     """`trials` fresh random input sets; the first failure decides; error stats are the worst seen."""
     worst: ErrorStats | None = None
     previous_ref = None
@@ -157,4 +198,9 @@ def check_variant(forward: Forward, shape: Shape, dtype_name: str, trials: int =
         if worst is None or result.error.rel > worst.rel:
             worst = result.error
         previous_ref = ref
+    if graph_check:
+        replay = check_graph_replay(forward, shape, dtype_name, seed=seed + trials)
+        if replay.status != OK:
+            return replay
+        return CheckResult(OK, replay.message, worst)
     return CheckResult(OK, "", worst)

@@ -17,7 +17,7 @@ import torch
 from harness import baselines, check, timing
 from harness.env import ClockSampler
 from harness.problem import DTYPES, Inputs, Shape, make_inputs, reference_float64
-from harness.records import CRASHED, FLOOR, OK, REJECTED, Row, Target, Task, Timing
+from harness.records import CRASHED, FLOOR, KERNEL, OK, REJECTED, Row, Target, Task, Timing
 from harness.stats import StoppingRule, summarize
 
 log = logging.getLogger(__name__)
@@ -108,7 +108,8 @@ def run_task(target: Target, task: Task, settings: Settings, gpu_kind: timing.Gp
     forward, compile_s = baselines.prepare(target, shape, sets[0])
     row = dataclasses.replace(row, compile_s=compile_s)
     if target.kind != FLOOR:
-        result = check.check_variant(forward, shape, dtype, settings.trials, settings.seed)
+        result = check.check_variant(forward, shape, dtype, settings.trials, settings.seed,
+                                     graph_check=target.kind == KERNEL)
         row = dataclasses.replace(row, status=result.status, message=result.message, error=result.error)
         if result.status != OK or not settings.time:
             return row

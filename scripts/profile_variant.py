@@ -1,0 +1,28 @@
+"""Call one variant a few times at one shape, for a profiler to watch (ncu, compute-sanitizer):
+    ncu --clock-control none --metrics gpu__time_duration.sum python3 scripts/profile_variant.py fused_tiled seed float32
+"""
+import sys
+from pathlib import Path
+
+import torch
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+from harness import baselines, build, discover, runner  # noqa: E402
+from harness.problem import DTYPES, make_inputs, parse_shapes  # noqa: E402
+
+
+def main(name: str, shape_spec: str, dtype: str, calls: int = 5) -> None:
+    spec = discover.load_variant(Path(__file__).resolve().parent.parent / "kernels" / f"{name}.cu")
+    built = build.build_all([runner.variant_extension(spec)])[name]
+    if not built.ok:
+        sys.exit(built.message)
+    module = baselines.import_extension(built.so_path, built.module_name)
+    shape = parse_shapes(shape_spec)[0]
+    inputs = make_inputs(shape, DTYPES[dtype], seed=0)
+    for _ in range(calls):
+        module.forward(*inputs.tensors(), shape.heads)
+    torch.cuda.synchronize()
+
+
+if __name__ == "__main__":
+    main(*sys.argv[1:4])
