@@ -69,13 +69,25 @@ def describe() -> dict:
         info.update(gpu=props.name, gpu_key=gpu_key(props.name), sm_count=props.multi_processor_count,
                     l2_bytes=props.L2_cache_size, memory_bytes=props.total_memory,
                     capability=f"{props.major}.{props.minor}")
-        nvml = _nvml()
-        if nvml is not None:
-            handle = _nvml_handle(nvml, 0)
-            info["driver"] = nvml.nvmlSystemGetDriverVersion()
-            info["sm_clock_max_mhz"] = nvml.nvmlDeviceGetMaxClockInfo(handle, nvml.NVML_CLOCK_SM)
-            info["sm_clock_app_mhz"] = nvml.nvmlDeviceGetApplicationsClock(handle, nvml.NVML_CLOCK_SM)
+        info.update(_nvml_facts())
     return info
+
+
+def _nvml_facts() -> dict:
+    nvml = _nvml()
+    if nvml is None:
+        return {}
+    facts = {}
+    handle = _nvml_handle(nvml, 0)
+    for key, read in (("driver", nvml.nvmlSystemGetDriverVersion),
+                      ("sm_clock_max_mhz", lambda: nvml.nvmlDeviceGetMaxClockInfo(handle, nvml.NVML_CLOCK_SM)),
+                      ("sm_clock_app_mhz", lambda: nvml.nvmlDeviceGetApplicationsClock(handle, nvml.NVML_CLOCK_SM)),
+                      ("power_limit_w", lambda: nvml.nvmlDeviceGetEnforcedPowerLimit(handle) / 1000)):
+        try:
+            facts[key] = read()
+        except nvml.NVMLError as exc:  # some boards do not report every value
+            log.debug("NVML %s: %s", key, exc)
+    return facts
 
 
 class ClockSampler(contextlib.AbstractContextManager):

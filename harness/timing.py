@@ -49,18 +49,18 @@ class L2Flush:
     timed call and adds microseconds to a small kernel's time.
     """
 
-    def __init__(self, mode: str = "read", device=None):
-        props = torch.cuda.get_device_properties(device or torch.cuda.current_device())
+    def __init__(self, mode: str = "read", nbytes: int | None = None, device: str = "cuda"):
+        if nbytes is None:
+            nbytes = 2 * torch.cuda.get_device_properties(torch.cuda.current_device()).L2_cache_size
         self.mode = mode
-        self.nbytes = 2 * props.L2_cache_size
-        self.buffer = torch.ones(self.nbytes // 4, dtype=torch.int32, device="cuda")
-        self.sink = torch.empty((), dtype=torch.int64, device="cuda")
+        self.nbytes = nbytes
+        self.buffer = torch.ones(nbytes // 4, dtype=torch.int32, device=device)
 
     def __call__(self) -> None:
         if self.mode == "write":
             self.buffer.zero_()
         else:
-            torch.sum(self.buffer, dtype=torch.int64, out=self.sink)
+            self.buffer.sum(dtype=torch.int64)  # the result is not needed, only the pass over memory
 
 
 class GpuTime:

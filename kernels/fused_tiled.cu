@@ -379,16 +379,262 @@ struct FusedLauncher {
     }
 };
 
+// ================================================================ DIRECT: the small-M path
+// Shared-memory layout (byte offsets, every region 16-byte aligned):
+//   [0, wd)      hidden rows of the block      BM x D        (dtype; rows >= M zero-filled)
+//   [wd, wu)     w_down                        D x R         (dtype, flat copy)
+//   [wu, red)    w_up_k then w_up_v            2 x (R x N)   (dtype, flat copies)
+//   [red, lat)   phase-1 partial sums          KG1 x BM x R  (fp32)
+//   [lat, total) latent                        BM x R        (fp32)
+__host__ __device__ __forceinline__ size_t al16(size_t x) { return (x + 15) & ~size_t(15); }
+
+struct DirectLayout {
+    int kg1;  // phase-1 k-groups: the fewest that reach the shortest k-quad loop (D/4 k-quads over <= NT/(R/4))
+    size_t wd, wu, red, lat, total;
+    __host__ __device__ DirectLayout(int NT, int BM, int esize, int D, int R, int N) {
+        int kmax = NT / (R / 4);  // >= 1: R/4 <= NT is checked on the host
+        kmax = kmax < 32 ? kmax : 32;
+        const int iters = cdiv(D / 4, kmax);  // D >= 4
+        kg1 = cdiv(D / 4, iters);             // <= kmax, <= D/4; seed: kmax 21 -> 4 iterations -> 16 groups
+        wd = al16(size_t(BM) * D * esize);
+        wu = wd + al16(size_t(D) * R * esize);
+        red = wu + al16(size_t(2) * R * N * esize);
+        lat = red + size_t(kg1) * BM * R * sizeof(float);
+        total = lat + size_t(BM) * R * sizeof(float);
+    }
+};
+
+// Copy the whole 16-byte vectors of g[0..n) -> s[0..n) (both 16-byte aligned) by cp.async, starting at vector
+// `rot` and wrapping (blocks start at different addresses, so they do not all hit the same L2 lines at once).
+template <typename T, int NT>
+__device__ __forceinline__ void copy_flat_vec(T* __restrict__ s, const T* __restrict__ g, int n, int rot, int tid) {
+    constexpr int V = 16 / int(sizeof(T));
+    const int nv = n / V;
+#pragma unroll 2
+    for (int i = tid; i < nv; i += NT) {
+        int v = i + rot;
+        v = v >= nv ? v - nv : v;
+        cp_async16(s + v * V, g + v * V, true);
+    }
+}
+// ... and the last n % V elements by plain loads (issued after all cp.async, so no copy waits behind them).
+template <typename T>
+__device__ __forceinline__ void copy_flat_tail(T* __restrict__ s, const T* __restrict__ g, int n, int tid) {
+    constexpr int V = 16 / int(sizeof(T));
+    const int n0 = (n / V) * V;
+    if (tid < n - n0) s[n0 + tid] = g[n0 + tid];
+}
+
+// Requirements (host): D % 4 == 0, R % 4 == 0, N % 4 == 0, R / 4 <= NT, all five pointers 16-byte aligned.
+template <typename T, int BM, int NT>
+__global__ void __launch_bounds__(NT, 1)
+fused_direct_kernel(const T* __restrict__ hidden, const T* __restrict__ w_down, const T* __restrict__ w_up_k,
+                    const T* __restrict__ w_up_v, T* __restrict__ out, int M, int D, int R, int N) {
+    static_assert(BM % 4 == 0 && BM >= 4, "phase 2 splits the BM rows over the 4 k-lanes of a column quad");
+    static_assert(NT % 32 == 0, "whole warps");
+    extern __shared__ __align__(16) unsigned char smem_raw[];
+    const DirectLayout L(NT, BM, int(sizeof(T)), D, R, N);
+    T* const hid_s = reinterpret_cast<T*>(smem_raw);
+    T* const wd_s = reinterpret_cast<T*>(smem_raw + L.wd);
+    T* const wu_s = reinterpret_cast<T*>(smem_raw + L.wu);
+    float* const red = reinterpret_cast<float*>(smem_raw + L.red);
+    float* const lat = reinterpret_cast<float*>(smem_raw + L.lat);
+
+    const int tid = threadIdx.x;
+    const int m0 = int(blockIdx.x) * BM;  // < M <= INT_MAX
+    const int rows = min(BM, M - m0);
+    const int N2 = 2 * N, RN = R * N;
+    const int KG1 = L.kg1, Q1 = R >> 2, DQ = D >> 2, RQ = R >> 2, Q2 = N2 >> 2;
+
+    // ------------------------------------------------ all global loads at entry: 2 commit groups
+    {
+        constexpr int V = 16 / int(sizeof(T));
+        // rotation start = b * nv / gridDim (< nv); b * nv < 2^32: grid <= #SMs and nv <= smem / 16 (host)
+        const unsigned nb = gridDim.x, b = blockIdx.x;
+        const unsigned nvd = unsigned(D * R) / V, nvu = unsigned(RN) / V;
+        const int rot_d = int(b * nvd / nb), rot_u = int(b * nvu / nb);
+        const T* const hsrc = hidden + int64_t(m0) * D;
+        copy_flat_vec<T, NT>(hid_s, hsrc, rows * D, 0, tid);  // group 0: hidden rows, w_down
+        copy_flat_vec<T, NT>(wd_s, w_down, D * R, rot_d, tid);
+        cp_async_commit();
+        copy_flat_vec<T, NT>(wu_s, w_up_k, RN, rot_u, tid);        // group 1: w_up_k, w_up_v
+        copy_flat_vec<T, NT>(wu_s + RN, w_up_v, RN, rot_u, tid);
+        cp_async_commit();
+        // Tails (only 2-byte types: n % 8 == 4) and zero rows past M; plain stores, visible after the barrier.
+        copy_flat_tail<T>(hid_s, hsrc, rows * D, tid);
+        copy_flat_tail<T>(wd_s, w_down, D * R, tid);
+        copy_flat_tail<T>(wu_s, w_up_k, RN, tid);
+        copy_flat_tail<T>(wu_s + RN, w_up_v, RN, tid);
+        for (int e = rows * D + tid; e < BM * D; e += NT) hid_s[e] = from_f<T>(0.f);
+    }
+    cp_async_wait<1>();  // this thread's hidden / w_down copies have landed
+    __syncthreads();     // ... and everyone's
+
+    // ------------------------------------------------ phase 1: partial latent sums
+    // Thread tid < KG1*Q1 owns latent columns 4cq..4cq+3 for all BM rows over the k-quads kq = kg, kg+KG1, ...
+    {
+        const int kg = tid / Q1, cq = tid - kg * Q1;
+        if (kg < KG1) {
+            float acc[BM][4];
+#pragma unroll
+            for (int r = 0; r < BM; ++r)
+#pragma unroll
+                for (int j = 0; j < 4; ++j) acc[r][j] = 0.f;
+            const T* const wcol = wd_s + 4 * cq;
+#pragma unroll 1
+            for (int kq = kg; kq < DQ; kq += KG1) {
+                float h[BM][4];
+#pragma unroll
+                for (int r = 0; r < BM; ++r) {
+                    const float4 t = ld4(hid_s + r * D + 4 * kq);
+                    h[r][0] = t.x; h[r][1] = t.y; h[r][2] = t.z; h[r][3] = t.w;
+                }
+#pragma unroll
+                for (int q = 0; q < 4; ++q) {
+                    const float4 w = ld4(wcol + (4 * kq + q) * R);
+#pragma unroll
+                    for (int r = 0; r < BM; ++r) {
+                        acc[r][0] = fmaf(h[r][q], w.x, acc[r][0]);
+                        acc[r][1] = fmaf(h[r][q], w.y, acc[r][1]);
+                        acc[r][2] = fmaf(h[r][q], w.z, acc[r][2]);
+                        acc[r][3] = fmaf(h[r][q], w.w, acc[r][3]);
+                    }
+                }
+            }
+#pragma unroll
+            for (int r = 0; r < BM; ++r)
+                *reinterpret_cast<float4*>(red + (kg * BM + r) * R + 4 * cq) =
+                    make_float4(acc[r][0], acc[r][1], acc[r][2], acc[r][3]);
+        }
+    }
+    __syncthreads();  // all partials written
+    {
+        const int BR = BM * R;
+#pragma unroll 1
+        for (int e = tid; e < BR; e += NT) {
+            float s = red[e];
+#pragma unroll 4
+            for (int g = 1; g < KG1; ++g) s += red[g * BR + e];
+            lat[e] = s;  // lat[r * R + j]
+        }
+    }
+    cp_async_wait<0>();  // this thread's w_up copies have landed
+    __syncthreads();     // ... and everyone's; latent complete
+
+    // ------------------------------------------------ phase 2: out[BM, 2N] = latent @ [w_up_k | w_up_v]
+    // Warp w takes column octets o = w, w + NT/32, ... (8 column quads = 32 output columns). Lane: cl = lane & 7
+    // (column quad o*8+cl), kg = lane >> 3 (k-quads kq = kg, kg+4, ...). The 4 k-lanes of a quad are summed by
+    // two shuffle rounds that also split the rows, so lane kg ends with rows kg*BM/4 .. kg*BM/4 + BM/4 - 1.
+    {
+        const int lane = tid & 31, warp = tid >> 5;
+        const int cl = lane & 7, kg = lane >> 3;
+        const bool b4 = (lane & 16) != 0, b3 = (lane & 8) != 0;
+        constexpr int H = BM / 2, H2 = BM / 4;
+        const int rb = (b4 ? H : 0) + (b3 ? H2 : 0);
+        const int n_oct = (Q2 + 7) >> 3;
+#pragma unroll 1
+        for (int o = warp; o < n_oct; o += NT / 32) {  // warp-uniform: every lane reaches the shuffles
+            const int cq = o * 8 + cl;
+            const bool valid = cq < Q2;
+            const int c = valid ? 4 * cq : 0;  // invalid lanes compute column 0 and store nothing
+            const T* const wcol = (c < N) ? wu_s + c : wu_s + RN + (c - N);
+            float acc[BM][4];
+#pragma unroll
+            for (int r = 0; r < BM; ++r)
+#pragma unroll
+                for (int j = 0; j < 4; ++j) acc[r][j] = 0.f;
+#pragma unroll 1
+            for (int kq = kg; kq < RQ; kq += 4) {
+                float l[BM][4];
+#pragma unroll
+                for (int r = 0; r < BM; ++r) {
+                    const float4 t = *reinterpret_cast<const float4*>(lat + r * R + 4 * kq);
+                    l[r][0] = t.x; l[r][1] = t.y; l[r][2] = t.z; l[r][3] = t.w;
+                }
+#pragma unroll
+                for (int q = 0; q < 4; ++q) {
+                    const float4 w = ld4(wcol + (4 * kq + q) * N);
+#pragma unroll
+                    for (int r = 0; r < BM; ++r) {
+                        acc[r][0] = fmaf(l[r][q], w.x, acc[r][0]);
+                        acc[r][1] = fmaf(l[r][q], w.y, acc[r][1]);
+                        acc[r][2] = fmaf(l[r][q], w.z, acc[r][2]);
+                        acc[r][3] = fmaf(l[r][q], w.w, acc[r][3]);
+                    }
+                }
+            }
+            // round 1 (lanes ^16): keep rows [0,H) if !b4 else [H,BM), summed with the partner's same rows
+#pragma unroll
+            for (int r = 0; r < H; ++r)
+#pragma unroll
+                for (int j = 0; j < 4; ++j) {
+                    const float mine = b4 ? acc[H + r][j] : acc[r][j];
+                    const float other = b4 ? acc[r][j] : acc[H + r][j];
+                    acc[r][j] = mine + __shfl_xor_sync(0xffffffffu, other, 16);
+                }
+            // round 2 (lanes ^8): of those H rows keep [0,H2) if !b3 else [H2,H)
+#pragma unroll
+            for (int r = 0; r < H2; ++r)
+#pragma unroll
+                for (int j = 0; j < 4; ++j) {
+                    const float mine = b3 ? acc[H2 + r][j] : acc[r][j];
+                    const float other = b3 ? acc[r][j] : acc[H2 + r][j];
+                    acc[r][j] = mine + __shfl_xor_sync(0xffffffffu, other, 8);
+                }
+            if (valid) {
+#pragma unroll
+                for (int r = 0; r < H2; ++r)
+                    if (rb + r < rows)
+                        st4(out + int64_t(m0 + rb + r) * N2 + c, make_float4(acc[r][0], acc[r][1], acc[r][2], acc[r][3]));
+            }
+        }
+    }
+}
+
+template <typename T, int BM, int NT>
+struct DirectLauncher {
+    static size_t smem(int D, int R, int N) { return DirectLayout(NT, BM, int(sizeof(T)), D, R, N).total; }
+
+    static void launch(const T* h, const T* wd, const T* wk, const T* wv, T* out, int M, int D, int R, int N,
+                       int dev, int optin, cudaStream_t stream) {
+        auto kern = fused_direct_kernel<T, BM, NT>;
+        static int configured[64] = {0};  // raise the dynamic shared-memory limit once per device
+        if (dev >= 0 && dev < 64 && !configured[dev]) {
+            C10_CUDA_CHECK(cudaFuncSetAttribute(kern, cudaFuncAttributeMaxDynamicSharedMemorySize, optin));
+            configured[dev] = 1;
+        } else if (dev >= 64) {
+            C10_CUDA_CHECK(cudaFuncSetAttribute(kern, cudaFuncAttributeMaxDynamicSharedMemorySize, optin));
+        }
+        const unsigned grid = unsigned(cdiv(M, BM));
+        kern<<<grid, NT, smem(D, R, N), stream>>>(h, wd, wk, wv, out, M, D, R, N);
+        C10_CUDA_KERNEL_LAUNCH_CHECK();
+    }
+};
+
+// Device attributes, read once per device (cudaDeviceGetAttribute per call shows in call latency).
+struct DevInfo { int optin, sms; };
+inline DevInfo dev_info(int dev) {
+    static int optin_c[64] = {0}, sms_c[64] = {0};
+    if (dev >= 0 && dev < 64 && optin_c[dev] > 0) return {optin_c[dev], sms_c[dev]};
+    int optin = 0, sms = 0;
+    C10_CUDA_CHECK(cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, dev));
+    C10_CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev));
+    if (dev >= 0 && dev < 64) { sms_c[dev] = sms; optin_c[dev] = optin; }
+    return {optin, sms};
+}
+
 template <typename T>
 void run_fused(const torch::Tensor& hidden, const torch::Tensor& w_down, const torch::Tensor& w_up_k,
                const torch::Tensor& w_up_v, torch::Tensor& out, int M, int D, int R, int N) {
     using Large = FusedLauncher<T, 32, 512, 16, 8, 8, 1, 256, 4>;
     using Small = FusedLauncher<T, 4, 64, 64, 4, 4, 16, 256, 8>;
 
+    using Direct4 = DirectLauncher<T, 4, 256>;
+    using Direct8 = DirectLauncher<T, 8, 256>;
+
     const int dev = hidden.get_device();
-    int optin = 0;
-    C10_CUDA_CHECK(cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, dev));
-    const int sms = at::cuda::getCurrentDeviceProperties()->multiProcessorCount;
+    const DevInfo info = dev_info(dev);
+    const int optin = info.optin, sms = info.sms;
     cudaStream_t stream = at::cuda::getCurrentCUDAStream();
 
     const T* h = reinterpret_cast<const T*>(hidden.data_ptr());
@@ -398,11 +644,26 @@ void run_fused(const torch::Tensor& hidden, const torch::Tensor& w_down, const t
     T* o = reinterpret_cast<T*>(out.data_ptr());
 
     constexpr int V = 16 / int(sizeof(T));
-    auto al16 = [](const void* p) { return (reinterpret_cast<uintptr_t>(p) & 15u) == 0; };
-    const bool vec_h = (D % V == 0) && al16(h);
-    const bool vec_down = (R % V == 0) && al16(wd);
-    const bool vec_up = (N % V == 0) && al16(wk) && al16(wv);
+    auto aligned16 = [](const void* p) { return (reinterpret_cast<uintptr_t>(p) & 15u) == 0; };
+    const bool vec_h = (D % V == 0) && aligned16(h);
+    const bool vec_down = (R % V == 0) && aligned16(wd);
+    const bool vec_up = (N % V == 0) && aligned16(wk) && aligned16(wv);
     const bool vec_out = ((2 * N) % 4 == 0) && ((reinterpret_cast<uintptr_t>(o) & (4 * sizeof(T) - 1)) == 0);
+
+    // DIRECT (small M): one block per BM rows holds its hidden rows, all of w_down and all of w_up in shared
+    // memory; at most one block per SM (one wave). Only for 4-aligned sizes and 16-byte aligned pointers.
+    const bool direct_shape = D % 4 == 0 && R % 4 == 0 && N % 4 == 0 && R / 4 <= 256 && aligned16(h) && aligned16(wd) &&
+                              aligned16(wk) && aligned16(wv) && aligned16(o);
+    if (direct_shape) {
+        if (cdiv(M, 4) <= sms && Direct4::smem(D, R, N) <= size_t(optin)) {
+            Direct4::launch(h, wd, wk, wv, o, M, D, R, N, dev, optin, stream);
+            return;
+        }
+        if (cdiv(M, 8) <= sms && Direct8::smem(D, R, N) <= size_t(optin)) {
+            Direct8::launch(h, wd, wk, wv, o, M, D, R, N, dev, optin, stream);
+            return;
+        }
+    }
 
     const bool large_fits = Large::smem(R) <= size_t(optin);
     const bool small_fits = Small::smem(R) <= size_t(optin);

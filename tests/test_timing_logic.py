@@ -75,3 +75,10 @@ def test_statistics():
     assert s.rounds == (1.0, 2.0) and s.n == 6 and s.spread == pytest.approx(1 / 1.5)
     with pytest.raises(ValueError):
         stats.summarize([[]], stats.StoppingRule())
+
+
+@pytest.mark.parametrize("mode", ["read", "write"])
+def test_l2_flush_runs(mode):
+    flush = timing.L2Flush(mode, nbytes=4096, device="cpu")
+    flush()
+    assert flush.buffer.numel() == 1024

@@ -1,0 +1,218 @@
+"""Adversarial variants (tests/adversarial/*.cu): each is wrong in one way, and the harness must say which.
+
+CPU part (marker `build`, no GPU): the three variants that fail to build, and the bad header, through
+runner.plan; the CLI keeps finished rows, marked incomplete, when a run is interrupted.
+GPU part (marker `gpu`, the H200): the whole folder through the real command line, once; each variant's
+row must carry its own status, the correct neighbour must keep its timings, and no row may be missing.
+"""
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from harness import cli, discover, runner
+from harness.errors import HeaderError
+from harness.problem import preset
+from harness.records import (BAD_HEADER, BASELINE, BUILD_FAILED, CRASHED, FLOOR, KERNEL, OK, REJECTED, TIMED_OUT,
+                             Row, Target, Task)
+
+REPO = Path(__file__).resolve().parent.parent
+ADV = REPO / "tests" / "adversarial"
+ROW_TIMEOUT_S = 60  # the infinite loop costs this much of the GPU run
+
+# variant -> (status the harness must give, a fragment its message must contain)
+CASES = {
+    "other_stream": ("other-stream", "runs on another stream"),
+    "cached_output": ("stale-output", "previous call's inputs"),
+    "writes_input": ("wrote-input", "changed input 'hidden'"),
+    "partial_write": ("unwritten", "49152 of 98304 output elements were never written"),  # half the seed's rows
+    "returns_zeros": ("wrong", "output is constant"),
+    "nan_output": ("nan", "1 of 98304 elements are NaN or Inf"),
+    "wrong_shape": ("bad-output", "expected shape (4, 96, 2, 4, 32), got (4, 96, 256)"),
+    "wrong_dtype": ("bad-output", "expected dtype torch.float32, got torch.float64"),
+    "non_contiguous": ("bad-output", "expected a contiguous output"),
+    "oob_write": (CRASHED, "CUDA error"),
+    "infinite_loop": (TIMED_OUT, f"no answer within {ROW_TIMEOUT_S} s"),
+    "rejects_shape": (REJECTED, "rank 48 exceeds this design's limit of 32"),
+    "host_abort": (CRASHED, "worker process died"),
+    "compile_error": (BUILD_FAILED, "error"),
+    "no_forward": (BUILD_FAILED, "undefined symbol"),
+    "wrong_signature": (BUILD_FAILED, "undefined symbol"),
+    "bad_header": (BAD_HEADER, "bad_header.cu:1: unknown header key 'speed'"),
+}
+CORRECT = "correct_neighbour"
+BASELINE_ROWS = ("empty-kernel", "eager", "compile", "torch-2gemm")
+BUILD_FAILURES = ("compile_error", "no_forward", "wrong_signature")
+
+
+def test_every_adversarial_file_is_a_case():
+    stems = {p.stem for p in discover.discover(ADV)}
+    assert stems == set(CASES) | {CORRECT}
+
+
+def test_every_adversarial_file_says_what_it_does_wrong():
+    for path in discover.discover(ADV):
+        if path.stem in ("bad_header", CORRECT):
+            continue
+        assert discover.load_variant(path).summary, path
+
+
+def test_bad_header_names_file_and_line_without_building():
+    path = ADV / "bad_header.cu"
+    with pytest.raises(HeaderError) as info:
+        discover.load_variant(path)
+    assert str(info.value).startswith(f"{path}:1: unknown header key 'speed'")
+
+
+# ---- CPU: build failures become rows with the compiler's or the importer's words ----
+
+@pytest.fixture(scope="module")
+def failing_plan():
+    """One plan (three builds that fail; failed builds are never cached) shared by the build tests."""
+    paths = [ADV / f"{name}.cu" for name in (*BUILD_FAILURES, "bad_header")]
+    tasks = [Task(preset("seed"), "float32"), Task(preset("deepseek-v2-lite"), "float32")]
+    return runner.plan(paths, tasks), tasks
+
+
+@pytest.mark.build
+@pytest.mark.parametrize("name", [*BUILD_FAILURES, "bad_header"])
+def test_failing_variant_gets_one_row_per_task_with_its_status(failing_plan, name):
+    plan, tasks = failing_plan
+    mine = [r for r in plan.rows if r.variant == name]
+    assert sorted((r.shape.name, r.dtype) for r in mine) == sorted((t.shape.name, t.dtype) for t in tasks)
+    status, fragment = CASES[name]
+    for row in mine:
+        assert row.kind == KERNEL and row.status == status, row
+        assert fragment in row.message, row.message
+        assert row.gpu is None and row.call is None
+    assert name not in {t.name for t in plan.targets}, "a variant that failed must not be run"
+
+
+@pytest.mark.build
+def test_failing_builds_leave_the_baselines_runnable(failing_plan):
+    plan, _ = failing_plan
+    assert [t.name for t in plan.targets] == list(BASELINE_ROWS)
+
+
+@pytest.mark.build
+def test_compile_error_message_names_the_file_and_quotes_the_compiler(failing_plan):
+    plan, _ = failing_plan
+    row = next(r for r in plan.rows if r.variant == "compile_error")
+    assert row.message.startswith(f"{ADV / 'compile_error.cu'}: "), row.message
+    # nvcc's own line: "<build dir>/cuda.cu(N): error: expected an expression"
+    assert "cuda.cu(" in row.message and "error: expected an expression" in row.message, row.message
+    log_path = row.message.rsplit("(full log: ", 1)[1].rstrip(")")
+    assert "error: expected an expression" in Path(log_path).read_text()
+
+
+@pytest.mark.build
+@pytest.mark.parametrize("name", ["no_forward", "wrong_signature"])
+def test_missing_forward_fails_at_import_naming_the_symbol(failing_plan, name):
+    plan, _ = failing_plan
+    row = next(r for r in plan.rows if r.variant == name)
+    assert row.message.startswith(f"{ADV / (name + '.cu')}: "), row.message
+    # the mangled forward(Tensor, Tensor, Tensor, Tensor, long) the binding asks for
+    assert "undefined symbol" in row.message and "forward" in row.message, row.message
+
+
+# ---- CPU: an interrupted run keeps its finished rows, marked incomplete ----
+
+def test_interrupted_run_keeps_finished_rows_marked_incomplete(tmp_path, monkeypatch, capsys):
+    import torch
+
+    seed = preset("seed")
+    finished = [Row("eager", BASELINE, seed, "float32", OK),
+                Row("host_abort", KERNEL, seed, "float32", CRASHED, "worker process died (exit code -6)")]
+    out = tmp_path / "partial.json"
+    seen_on_disk = []
+
+    def fake_plan(paths, tasks, jobs=None):
+        assert {p.stem for p in paths} == set(CASES) | {CORRECT}
+        floor = Target("empty-kernel", FLOOR, ("float32",), "/nonexistent/timing.so", "timing_kernels_x")
+        return runner.Plan([floor], [Row("bad_header", KERNEL, seed, "float32", BAD_HEADER, "x.cu:1: unknown")])
+
+    def fake_run(plan_, tasks, settings, on_row, row_timeout_s):
+        assert row_timeout_s == 7
+        for row in plan_.rows + finished:
+            on_row(row)
+            seen_on_disk.append(json.loads(out.read_text()))
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
+    monkeypatch.setattr(cli.env, "describe", lambda: {"gpu": "NVIDIA H200", "gpu_key": "h200"})
+    monkeypatch.setattr(cli.runner, "plan", fake_plan)
+    monkeypatch.setattr(cli.runner, "measure_ceilings", lambda dtypes, *a, **k: None)
+    monkeypatch.setattr(cli.runner, "run", fake_run)
+    code = cli.main(["--kernels", str(ADV), "--json", str(out), "--timeout", "7"])
+    assert code == cli.EXIT_INTERRUPTED
+    assert "interrupted: 3 finished row(s) kept" in capsys.readouterr().err
+    # after every row the file on disk held every row so far, marked incomplete
+    assert [len(d["rows"]) for d in seen_on_disk] == [1, 2, 3]
+    assert all(d["complete"] is False for d in seen_on_disk)
+    final = json.loads(out.read_text())
+    assert final["complete"] is False
+    assert {(r["variant"], r["status"]) for r in final["rows"]} == {
+        ("bad_header", BAD_HEADER), ("eager", OK), ("host_abort", CRASHED)}
+
+
+# ---- GPU: the whole folder through the real command line, once ----
+
+@pytest.fixture(scope="session")
+def adversarial_run(tmp_path_factory):
+    """One CLI run of tests/adversarial (builds included). The infinite loop waits out --timeout; the
+    crashes each cost a fresh worker; --budget/--rounds keep the ok rows' timing short."""
+    out = tmp_path_factory.mktemp("adversarial") / "adv.json"
+    cmd = [sys.executable, "run_bench.py", "--kernels", "tests/adversarial", "--variant", "all",
+           "--shape", "seed", "--dtype", "float32", "--json", str(out), "--timeout", str(ROW_TIMEOUT_S),
+           "--budget", "0.3", "--rounds", "1"]
+    proc = subprocess.run(cmd, cwd=REPO, capture_output=True, text=True, timeout=1800)
+    result = json.loads(out.read_text()) if out.exists() else None
+    return proc, result
+
+
+def _rows(adversarial_run) -> dict[str, dict]:
+    proc, result = adversarial_run
+    assert result is not None, f"no result file; exit {proc.returncode}\n{proc.stderr[-4000:]}"
+    return {r["variant"]: r for r in result["rows"]}
+
+
+@pytest.mark.gpu
+def test_run_exits_1_and_completes(adversarial_run):
+    proc, result = adversarial_run
+    assert proc.returncode == cli.EXIT_FAILED, f"exit {proc.returncode}\n{proc.stderr[-4000:]}"
+    assert result is not None and result["complete"] is True
+
+
+@pytest.mark.gpu
+def test_every_file_and_baseline_has_exactly_one_row(adversarial_run):
+    _, result = adversarial_run
+    names = [r["variant"] for r in result["rows"]]
+    expected = [p.stem for p in discover.discover(ADV)] + list(BASELINE_ROWS)
+    assert sorted(names) == sorted(expected)
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("name, status, fragment", [(n, s, f) for n, (s, f) in CASES.items()], ids=list(CASES))
+def test_adversarial_variant_gets_its_status(adversarial_run, name, status, fragment):
+    row = _rows(adversarial_run)[name]
+    assert row["status"] == status, f"{name}: {row['status']}: {row['message']}"
+    assert fragment in row["message"], row["message"]
+    assert row["gpu_us"] is None and row["call_us"] is None, "a failed row must not carry timings"
+
+
+@pytest.mark.gpu
+def test_correct_neighbour_keeps_its_result(adversarial_run):
+    row = _rows(adversarial_run)[CORRECT]
+    assert row["status"] == OK, row["message"]
+    assert row["gpu_us"]["median"] > 0 and row["call_us"]["median"] > 0
+    assert row["error"]["rel"] is not None and row["error"]["rel"] <= 2e-5
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("name", BASELINE_ROWS)
+def test_baseline_rows_are_ok(adversarial_run, name):
+    row = _rows(adversarial_run)[name]
+    assert row["status"] == OK, row["message"]
+    assert row["gpu_us"]["median"] > 0 and row["call_us"]["median"] > 0
