@@ -4,6 +4,7 @@ from __future__ import annotations
 import contextlib
 import datetime
 import logging
+import os
 import platform
 import re
 import statistics
@@ -28,6 +29,10 @@ def gpu_key(name: str | None) -> str | None:
 
 
 def git_commit() -> tuple[str | None, bool]:
+    """HEAD and whether tracked files differ from it; KVBENCH_COMMIT names the commit of a copied tree
+    that has no .git (a GPU machine that receives only the working tree)."""
+    if os.environ.get("KVBENCH_COMMIT"):
+        return os.environ["KVBENCH_COMMIT"], os.environ.get("KVBENCH_DIRTY", "") not in ("", "0")
     try:
         commit = subprocess.run(["git", "rev-parse", "HEAD"], cwd=REPO, capture_output=True, text=True,
                                 check=True).stdout.strip()

@@ -7,7 +7,7 @@ import math
 import numpy as np
 from tabulate import tabulate
 
-from harness.records import OK, Row, Timing
+from harness.records import FLOOR, OK, Row, Timing
 from harness.resultfile import SCHEMA
 from harness.roofline import SUSPECT_BELOW, Ceilings, roofline
 
@@ -65,7 +65,9 @@ def flags(row: Row, roof, cache: str) -> list[str]:
 
 
 def row_dict(row: Row, by_key: dict, ceilings: Ceilings | None, cache: str) -> dict:
-    roof = roofline(row.shape, row.dtype, row.gpu.summary.median if row.gpu else None, ceilings)
+    # The floor row launches an empty kernel: the operation's bytes and FLOPs say nothing about it.
+    timed = row.gpu.summary.median if row.gpu and row.kind != FLOOR else None
+    roof = roofline(row.shape, row.dtype, timed, ceilings)
     return {
         "variant": row.variant, "kind": row.kind,
         "shape": {"name": row.shape.name, **row.shape.dims()}, "dtype": row.dtype,

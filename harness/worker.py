@@ -144,13 +144,20 @@ def serve(target: Target, tasks: list[Task], settings: Settings, queue) -> None:
                 status = CRASHED if broken else REJECTED
                 message = _one_line(exc)
                 queue.put(("row", Row(target.name, target.kind, task.shape, task.dtype, status, message)))
-                if broken:  # this context is unusable: flush the row, then let the parent restart us
-                    queue.close()
-                    queue.join_thread()
-                    os._exit(3)
+                if broken:  # this context is unusable: the parent restarts a worker for the rest
+                    _exit_now(queue, 3)
                 continue
             queue.put(("row", row))
     queue.put(("done", None))
+    _exit_now(queue, 0)
+
+
+def _exit_now(queue, code: int) -> None:
+    """Deliver every queued message, then leave without interpreter and CUDA teardown: a variant's
+    static destructors run then and have crashed the process after its rows were sent but not delivered."""
+    queue.close()
+    queue.join_thread()
+    os._exit(code)
 
 
 def _one_line(exc: BaseException) -> str:

@@ -1,4 +1,4 @@
-// summary: One kernel over row tiles: each block computes its rows' full latent into shared memory (fp32), then both up-projections, writing each stacked output row whole; operands stream through a multi-stage cp.async ring.
+// summary: One kernel over row tiles: each block computes its rows' full latent into shared memory (fp32), then both up-projections, writing each stacked output row whole; small M: every operand copied into shared memory at entry (DIRECT), otherwise operands stream through a multi-stage cp.async ring.
 // dtypes: float32,bfloat16,float16
 
 /*
@@ -26,8 +26,28 @@
  *     LARGE: BM=32, BN=512, BK=16, TM=8, TN=8, KS=1,  NT=256, STAGES=4   (M >= ~SMs/2 * 32; rank <= 512)
  *     SMALL: BM=4,  BN=64,  BK=64, TM=4, TN=4, KS=16, NT=256, STAGES=8   (small M: many small blocks, the
  *            whole problem of a seed-sized block is in flight at once)
+ *     DIRECT (tried first; separate kernel fused_direct_kernel, see below): ceil(M/BM) <= #SMs with BM=4, else
+ *            BM=8; D, rank, N multiples of 4; all pointers 16-byte aligned; rank/4 <= 256; its shared memory
+ *            (hidden rows + w_down + w_up + fp32 partials and latent) <= the opt-in limit. Else SMALL / LARGE.
  *   bf16 / fp16: operands stay in their dtype in shared memory and are widened to fp32 when read into
  *   registers; accumulation and the latent are fp32; conversion (round to nearest) at the store.
+ *
+ * DIRECT (small-M, latency-optimal; grid = ceil(M/BM) blocks of NT=256 threads, <= 1 block per SM, one wave):
+ *   Entry: every global load of the block is issued at once as 16-byte cp.async of flat contiguous ranges
+ *   (hidden rows m0..m0+BM-1, all of w_down, all of w_up_k and w_up_v; each block starts its weight copies at
+ *   a different offset), in two commit groups: {hidden, w_down} then {w_up}. Phase 1 starts when the first
+ *   group has landed; w_up keeps arriving during phase 1. Three __syncthreads in all, no ring.
+ *   Phase 1 (latent[BM, R] = hidden rows @ w_down, K = D): thread tid < KG1*R/4 owns latent columns
+ *     4cq..4cq+3 (cq = tid % (R/4)) for all BM rows over the k-quads kq = kg, kg+KG1, ... (kg = tid / (R/4));
+ *     per k-quad: BM hidden float4 reads (near-broadcast) + 4 w_down float4 reads, 16*BM FMA. KG1 = the fewest
+ *     k-groups giving the shortest loop (seed: 16 groups x 4 k-quads, 192 threads). Partials -> smem (fp32,
+ *     KG1 x BM x R), barrier, one pass sums them in fixed order into the fp32 latent (deterministic).
+ *   Phase 2 (out[BM, 2N] = latent @ [w_up_k | w_up_v], K = R): warp w takes column octets o = w, w+8, ...
+ *     (32 output columns); lane = kg*8 + cl owns column quad o*8+cl over k-quads kq = kg, kg+4, ... for all
+ *     BM rows (a quarter-warp reads 128 contiguous bytes of a w_up row: conflict-free; latent float4 reads are
+ *     4 distinct addresses). The 4 k-lanes are summed by two __shfl_xor rounds (16, 8) that also split the rows,
+ *     so lane kg ends holding rows kg*BM/4.. of its quad: float4 / 8-byte stores, 128 contiguous bytes per row
+ *     per quarter-warp.
  */
 
 #include <torch/extension.h>

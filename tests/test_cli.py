@@ -32,18 +32,18 @@ def test_usage_errors_exit_2_with_one_line(argv, message, capsys):
 
 def test_corrupt_and_old_files_exit_2(tmp_path, capsys):
     truncated = tmp_path / "t.json"
-    truncated.write_text((DATA / "result_small.json").read_text()[:500])
+    truncated.write_text((DATA / "h200_run1.json").read_text()[:500])
     old = tmp_path / "old.json"
     old.write_text(json.dumps({"schema": 0, "env": {}, "rows": []}))
-    assert cli.main(["compare", str(truncated), str(DATA / "result_small.json")]) == 2
+    assert cli.main(["compare", str(truncated), str(DATA / "h200_run1.json")]) == 2
     assert "not valid JSON" in capsys.readouterr().err
-    assert cli.main(["compare", str(old), str(DATA / "result_small.json")]) == 2
+    assert cli.main(["compare", str(old), str(DATA / "h200_run1.json")]) == 2
     assert "schema 0, this harness reads schema 1" in capsys.readouterr().err
 
 
 def test_compare_same_file_passes(tmp_path, capsys):
     md = tmp_path / "c.md"
-    assert cli.main(["compare", str(DATA / "result_small.json"), str(DATA / "result_small.json"),
+    assert cli.main(["compare", str(DATA / "h200_run1.json"), str(DATA / "h200_run1.json"),
                      "--markdown", str(md)]) == 0
     assert "SAME" in capsys.readouterr().out and "SAME" in md.read_text()
 

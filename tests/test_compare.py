@@ -14,7 +14,7 @@ from harness.errors import CompareRefused
 from harness.resultfile import read_result_file, write_result_file
 
 DATA_DIR = Path(__file__).parent / "data"
-BASE_RESULT_FILE = DATA_DIR / "result_small.json"
+BASE_RESULT_FILE = DATA_DIR / "h200_run1.json"  # a real H200 run
 REAL_RUNS = (DATA_DIR / "h200_run1.json", DATA_DIR / "h200_run2.json")
 
 
@@ -99,7 +99,11 @@ def test_unchanged_run_passes_all_same(base_result):
     rows = compare_results(quiet, copy.deepcopy(quiet)).rows
     compared = [r for r in base_result["rows"] if r["variant"] not in NOT_COMPARED]
     assert len(rows) == 2 * len(compared)
-    assert {r.verdict for r in rows} == {Verdict.SAME}
+    assert {r.verdict for r in rows if r.metric == "gpu"} == {Verdict.SAME}
+    # call latency is judged only where the device dominates it; host-bound rows say so
+    for r in rows:
+        if r.metric == "call":
+            assert r.verdict == Verdict.SAME or (r.verdict == Verdict.NOISY and r.note.startswith("host-bound")), r
 
 
 def test_eager_and_floor_rows_are_not_compared(base_result):
@@ -113,7 +117,7 @@ def test_slower_row_fails_the_gate(base_result):
     comparison = compare_results(base_result, scale_gpu_time(base_result, row, 1.30))
     gpu = verdicts_of(comparison, row)["gpu"]
     assert gpu.verdict == Verdict.SLOWER
-    assert gpu.change == pytest.approx(1 / 1.30 - 1, rel=1e-3)
+    assert gpu.change == pytest.approx(1 / 1.30 - 1, rel=1e-2)  # speedups are stored to 3 digits
     assert verdicts_of(comparison, row)["call"].verdict == Verdict.SAME
     assert comparison.exit_code == 1
     assert [r.verdict for r in comparison.rows].count(Verdict.SLOWER) == 1
@@ -124,7 +128,7 @@ def test_faster_row_passes(base_result):
     comparison = compare_results(base_result, scale_gpu_time(base_result, row, 1 / 1.30))
     gpu = verdicts_of(comparison, row)["gpu"]
     assert gpu.verdict == Verdict.FASTER
-    assert gpu.change == pytest.approx(0.30, rel=1e-3)
+    assert gpu.change == pytest.approx(0.30, rel=1e-2)
     assert comparison.exit_code == 0
 
 

@@ -8,7 +8,7 @@ import pytest
 from harness.errors import ResultFileError
 from harness.resultfile import SCHEMA, read_result_file, write_result_file
 
-BASE_RESULT_FILE = Path(__file__).parent / "data" / "result_small.json"
+BASE_RESULT_FILE = Path(__file__).parent / "data" / "h200_run1.json"
 running_as_root = hasattr(os, "geteuid") and os.geteuid() == 0
 
 
