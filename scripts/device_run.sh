@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # One batch on the lent GPU machine: GPU tests, then the benchmark; logs and result files go to $OUT.
 #   scripts/device_run.sh NAME [run_bench.py arguments...]
-# SKIP_TESTS=1 skips the tests; TESTS="-m gpu tests/test_gpu.py" narrows them.
+# SKIP_TESTS=1 skips the tests; TESTS="-m gpu tests/test_gpu.py" narrows them. The GPU machine gets the
+# tree without .git: pass KVBENCH_COMMIT=$(git rev-parse HEAD) (and KVBENCH_DIRTY=1) in the command.
 set -uo pipefail
 name=${1:?name}; shift
 out=${OUT:-/tmp/out}; mkdir -p "$out"
