@@ -30,7 +30,8 @@ class _Parser(argparse.ArgumentParser):
 
 def bench_parser() -> argparse.ArgumentParser:
     p = _Parser(prog="run_bench.py", description="Check and time every CUDA variant in kernels/ against "
-                "the PyTorch reference. `run_bench.py compare BASELINE CURRENT` compares two result files.")
+                "the PyTorch reference. `run_bench.py compare BASELINE CURRENT` compares two result files; "
+                "`run_bench.py plot RESULT` draws its speedups.")
     p.add_argument("--variant", default="all", help="'all' or a comma list of kernel names (file stems)")
     p.add_argument("--shape", action="append", help="presets (comma list) or b=..,s=..,d=..,rank=..,heads=..,"
                    "head_dim=..; repeat the flag for several explicit shapes (default: seed)")
@@ -92,6 +93,26 @@ def run_compare(argv: list[str]) -> int:
     if args.markdown:
         args.markdown.write_text(compare.render_markdown(result))
     return result.exit_code
+
+
+def plot_parser() -> argparse.ArgumentParser:
+    p = _Parser(prog="run_bench.py plot", description="Plot a result file's speedups over eager (PNG).")
+    p.add_argument("result", type=Path)
+    p.add_argument("--out", type=Path, help="image path (default: the result file with .png)")
+    return p
+
+
+def run_plot(argv: list[str]) -> int:
+    from harness.plot import plot_speedups
+    args = plot_parser().parse_args(argv)
+    result = read_result_file(args.result)
+    out = args.out or args.result.with_suffix(".png")
+    _check_writable(out, "--out")
+    try:
+        print(f"plot: {plot_speedups(result, out)}")
+    except ValueError as exc:
+        raise UsageError(f"{args.result}: {exc}") from None
+    return EXIT_OK
 
 
 def default_json_path(gpu_key: str | None) -> Path:
@@ -175,6 +196,8 @@ def main(argv: list[str] | None = None) -> int:
     try:
         if argv[:1] == ["compare"]:
             return run_compare(argv[1:])
+        if argv[:1] == ["plot"]:
+            return run_plot(argv[1:])
         return run_bench(argv)
     except UsageError as exc:
         print(f"run_bench.py: error: {exc}", file=sys.stderr)
