@@ -113,12 +113,13 @@ def _stop(proc) -> None:
 
 
 def run_target(target: Target, tasks: list[Task], settings: Settings, on_row: Callable[[Row], None],
-               row_timeout_s: float, start_timeout_s: float = 180.0) -> None:
-    """All tasks of one target; a crashed or silent worker costs its current row, then a new one starts."""
+               row_timeout_s: float, start_timeout_s: float = 180.0, worker: Callable = serve) -> None:
+    """All tasks of one target; a crashed or silent worker costs its current row, then a new one starts.
+    `worker` is the process's entry point (tests pass fakes that crash or hang on cue)."""
     ctx = multiprocessing.get_context("spawn")
     pending = list(tasks)
     while pending:
-        proc, q = _spawn(ctx, target.name, serve, target, pending, settings)
+        proc, q = _spawn(ctx, target.name, worker, target, pending, settings)
         current, rows_done = None, 0
         try:
             msg = _receive(proc, q, start_timeout_s)

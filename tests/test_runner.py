@@ -1,0 +1,46 @@
+"""The runner's process handling on CPU, with fake workers: rows arrive in order, a crash or a hang costs only
+the row it happened in, and a new worker takes the rest."""
+import fake_workers
+
+from harness import runner
+from harness.problem import parse_shapes
+from harness.records import CRASHED, KERNEL, OK, TIMED_OUT, Target, Task
+from harness.worker import Settings
+
+TARGET = Target("fake", KERNEL, ("float32", "float16"))
+SHAPES = parse_shapes("seed,deepseek-v2-lite")
+TASKS = [Task(s, d) for s in SHAPES for d in ("float32", "float16")]
+
+
+def run(worker, tasks=TASKS, row_timeout_s=20.0):
+    rows = []
+    runner.run_target(TARGET, tasks, Settings(), rows.append, row_timeout_s=row_timeout_s, start_timeout_s=20,
+                      worker=worker)
+    return rows
+
+
+def test_rows_arrive_for_every_task():
+    rows = run(fake_workers.well_behaved)
+    assert [(r.shape, r.dtype) for r in rows] == [(t.shape, t.dtype) for t in TASKS]
+    assert {r.status for r in rows} == {OK}
+    assert len({r.message for r in rows}) == 1  # one worker process served them all
+
+
+def test_a_crash_costs_one_row_and_a_new_worker_goes_on():
+    rows = run(fake_workers.dies_on_second_task)
+    assert [r.status for r in rows] == [OK, CRASHED, OK, CRASHED]
+    assert rows[1].message == "worker process died (exit code 7)"
+    assert rows[0].message != rows[2].message  # the third row came from a fresh process
+
+
+def test_a_hang_is_timed_out_and_the_rest_still_run():
+    rows = run(fake_workers.hangs_on_dtype_float16, row_timeout_s=2.0)
+    assert [(r.dtype, r.status) for r in rows] == [("float32", OK), ("float16", TIMED_OUT),
+                                                   ("float32", OK), ("float16", TIMED_OUT)]
+    assert "no answer within 2 s" in rows[1].message
+
+
+def test_a_worker_that_never_starts_marks_each_row_crashed():
+    rows = run(fake_workers.dies_at_start, tasks=TASKS[:2])
+    assert [r.status for r in rows] == [CRASHED, CRASHED]
+    assert "exit code 9" in rows[0].message
