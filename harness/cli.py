@@ -12,7 +12,7 @@ from pathlib import Path
 from harness import compare, discover, env, runner
 from harness.errors import ToolchainError, UsageError
 from harness.problem import DEFAULT_TOKENS, parse_dtypes, parse_shapes
-from harness.records import Task
+from harness.records import KERNEL, Task
 from harness.report import render_markdown, render_table, result_dict
 from harness.resultfile import read_result_file, write_result_file
 from harness.stats import StoppingRule
@@ -148,13 +148,16 @@ def run_bench(argv: list[str]) -> int:
                         timing_so=plan.targets[0].so_path, timing_module=plan.targets[0].module_name)
     machine = env.describe()
     json_path = args.json or default_json_path(machine["gpu_key"])
-    settings_record = {"cache": settings.cache, "flush": settings.flush, "rounds": settings.rounds, "trials": settings.trials,
-                       "seed": settings.seed, "input_sets": settings.input_sets, "tokens": args.tokens,
-                       "gpu_rule": dataclasses.asdict(settings.rule), "call_rule": dataclasses.asdict(settings.call_rule)}
+    settings_record = {"cache": settings.cache, "flush": settings.flush, "rounds": settings.rounds,
+                       "trials": settings.trials, "seed": settings.seed, "arch": plan.arch,
+                       "input_sets": settings.input_sets, "tokens": args.tokens,
+                       "gpu_rule": dataclasses.asdict(settings.rule),
+                       "call_rule": dataclasses.asdict(settings.call_rule)}
+    builds = {t.name: t.module_name for t in plan.targets if t.kind == KERNEL}
     rows, ceilings = [], None
 
     def save(complete: bool) -> dict:
-        result = result_dict(rows, machine, settings_record, ceilings, complete)
+        result = result_dict(rows, machine, settings_record, ceilings, complete, builds)
         write_result_file(json_path, result)
         return result
 

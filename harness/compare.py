@@ -183,9 +183,12 @@ def _compare_metric(key: tuple, metric: str, base_index: dict, cur_index: dict,
     noisy = _noisy_sides(key, metric, base_index, cur_index)
     if noisy:
         return make(change, threshold, Verdict.NOISY, "noisy: " + ", ".join(noisy))
+    # Rows of files older than the "build" field compare as unchanged sources.
+    changed = base_row.get("build") and cur_row.get("build") and base_row["build"] != cur_row["build"]
+    note = "source changed" if changed else ""
     if abs(change) <= threshold:
-        return make(change, threshold, Verdict.SAME)
-    return make(change, threshold, Verdict.FASTER if change > 0 else Verdict.SLOWER)
+        return make(change, threshold, Verdict.SAME, note)
+    return make(change, threshold, Verdict.FASTER if change > 0 else Verdict.SLOWER, note)
 
 
 def _host_bound(row: dict) -> bool:

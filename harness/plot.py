@@ -5,6 +5,7 @@ import math
 from pathlib import Path
 
 from harness.records import OK
+from harness.report import shape_label
 
 METRICS = (("gpu", "GPU time"), ("call", "call latency"))
 
@@ -16,7 +17,7 @@ def speedup_groups(result: dict) -> dict[tuple[str, str], list[tuple[str, float 
         if row["status"] != OK or row["variant"] in ("eager", "empty-kernel"):
             continue
         shape = row["shape"]
-        label = shape["name"] if shape["name"] != "custom" else "b{b} s{s} d{d} r{rank} h{heads}x{head_dim}".format(**shape)
+        label = shape["name"] if shape["name"] != "custom" else shape_label(shape)
         vs = row["speedup"]["vs_eager"]
         groups.setdefault((label, row["dtype"]), []).append((row["variant"], vs["gpu"], vs["call"]))
     return groups

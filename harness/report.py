@@ -64,12 +64,13 @@ def flags(row: Row, roof, cache: str) -> list[str]:
     return out
 
 
-def row_dict(row: Row, by_key: dict, ceilings: Ceilings | None, cache: str) -> dict:
+def row_dict(row: Row, by_key: dict, ceilings: Ceilings | None, cache: str, build: str | None = None) -> dict:
     # The floor row launches an empty kernel: the operation's bytes and FLOPs say nothing about it.
     timed = row.gpu.summary.median if row.gpu and row.kind != FLOOR else None
     roof = roofline(row.shape, row.dtype, timed, ceilings)
     return {
         "variant": row.variant, "kind": row.kind,
+        "build": build,  # <name>_<hash of source, flags, arch, torch>: which code produced the row
         "shape": {"name": row.shape.name, **row.shape.dims()}, "dtype": row.dtype,
         "status": row.status, "message": row.message,
         "error": {"max_abs": _round(row.error.max_abs, 3), "rel": _round(row.error.rel, 3)} if row.error else
@@ -84,12 +85,15 @@ def row_dict(row: Row, by_key: dict, ceilings: Ceilings | None, cache: str) -> d
     }
 
 
-def result_dict(rows: list[Row], env: dict, settings: dict, ceilings: Ceilings | None, complete: bool) -> dict:
+def result_dict(rows: list[Row], env: dict, settings: dict, ceilings: Ceilings | None, complete: bool,
+                builds: dict[str, str] | None = None) -> dict:
     by_key = {r.key(): r for r in rows}
     ordered = sorted(rows, key=_order)
+    builds = builds or {}
     return {"schema": SCHEMA, "complete": complete, "env": env, "settings": settings,
             "ceilings": dataclasses.asdict(ceilings) if ceilings else None,
-            "rows": [row_dict(r, by_key, ceilings, settings.get("cache", "cold")) for r in ordered]}
+            "rows": [row_dict(r, by_key, ceilings, settings.get("cache", "cold"), builds.get(r.variant))
+                     for r in ordered]}
 
 
 _KIND_ORDER = {"floor": 0, "baseline": 1, "kernel": 2}
@@ -116,7 +120,7 @@ def table_rows(result: dict) -> list[list[str]]:
     for r in result["rows"]:
         gpu, call, sp, roof = r["gpu_us"] or {}, r["call_us"] or {}, r["speedup"], r["roofline"]
         status = r["status"] if r["status"] == OK or not r["message"] else f"{r['status']}: {r['message']}"
-        out.append([r["shape"]["name"] if r["shape"]["name"] != "custom" else _shape_label(r["shape"]),
+        out.append([r["shape"]["name"] if r["shape"]["name"] != "custom" else shape_label(r["shape"]),
                     r["dtype"], r["variant"], _clip(status), _fmt(r["error"]["max_abs"], ".2e"),
                     _fmt(r["error"]["rel"], ".2e"), _fmt(gpu.get("median"), ".4g"), _fmt(gpu.get("iqr"), ".2g"),
                     _fmt(call.get("median"), ".4g"), _fmt(sp["vs_eager"]["gpu"], ".2f"),
@@ -126,7 +130,7 @@ def table_rows(result: dict) -> list[list[str]]:
     return out
 
 
-def _shape_label(shape: dict) -> str:
+def shape_label(shape: dict) -> str:
     return "b{b} s{s} d{d} r{rank} h{heads}x{head_dim}".format(**shape)
 
 

@@ -293,3 +293,15 @@ def test_render_markdown_escapes_pipes_in_notes(base_result):
 def test_two_real_runs_of_the_same_code_pass():
     comparison = compare_files(*REAL_RUNS)
     assert comparison.exit_code == 0, render_table(comparison)
+
+
+def test_a_changed_source_is_noted(base_result):
+    row = pick_row(base_result)
+    before, after = copy.deepcopy(base_result), scale_gpu_time(base_result, row, 1.30)
+    for data, build in ((before, "v_aaaa"), (after, "v_bbbb")):
+        for r in data["rows"]:
+            r["build"] = build
+    gpu = verdicts_of(compare_results(before, after), row)["gpu"]
+    assert gpu.verdict == Verdict.SLOWER and gpu.note == "source changed"
+    same = verdicts_of(compare_results(before, before), row)["gpu"]
+    assert same.note == ""
