@@ -147,6 +147,9 @@ def run_bench(argv: list[str]) -> int:
                         call_rule=StoppingRule(noise_target=2 * args.noise, min_samples=20, budget_s=args.budget),
                         timing_so=plan.targets[0].so_path, timing_module=plan.targets[0].module_name)
     machine = env.describe()
+    if baseline is not None and machine["gpu"] and baseline["env"].get("gpu") != machine["gpu"]:
+        raise UsageError(f"--compare {args.compare}: its GPU is {baseline['env'].get('gpu')}, this one is "
+                         f"{machine['gpu']}; compare other models with `run_bench.py compare --force`")
     json_path = args.json or default_json_path(machine["gpu_key"])
     settings_record = {"cache": settings.cache, "flush": settings.flush, "rounds": settings.rounds,
                        "trials": settings.trials, "seed": settings.seed, "arch": plan.arch,
