@@ -35,6 +35,10 @@ class ExtensionSource:
     functions: tuple[str, ...]
     nvcc_flags: tuple[str, ...] = ()
     ldflags: tuple[str, ...] = ()
+    include_dirs: tuple[str, ...] = ()  # the variant's own folder: headers it shares with its neighbours
+
+
+HEADER_SUFFIXES = (".h", ".hpp", ".cuh")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -138,6 +142,9 @@ def build_key(src: ExtensionSource, archs: tuple[str, ...]) -> str:
                  *src.functions, *BASE_NVCC_FLAGS, *src.nvcc_flags, *src.ldflags, *archs):
         h.update(part.encode())
         h.update(b"\0")
+    for folder in src.include_dirs:  # an edited shared header is a new build too
+        for header in sorted(p for p in Path(folder).iterdir() if p.suffix in HEADER_SUFFIXES):
+            h.update(header.name.encode() + b"\0" + header.read_bytes() + b"\0")
     return h.hexdigest()[:12]
 
 
@@ -169,7 +176,7 @@ def build_one(src: ExtensionSource, cache_root: Path = DEFAULT_CACHE) -> BuildRe
             name=module_name, cpp_sources="#include <torch/extension.h>\n" + src.declarations,
             cuda_sources=src.cuda_source, functions=list(src.functions),
             extra_cflags=["-O2"], extra_cuda_cflags=[*BASE_NVCC_FLAGS, *archs, *src.nvcc_flags],
-            extra_ldflags=ldflags, extra_include_paths=[str(p) for p in includes],
+            extra_ldflags=ldflags, extra_include_paths=[*src.include_dirs, *(str(p) for p in includes)],
             build_directory=str(build_dir), verbose=False)
     except Exception as exc:  # compile, link and import errors all end here
         text = str(exc)

@@ -47,7 +47,7 @@ def timing_extension() -> build.ExtensionSource:
 
 def variant_extension(spec: discover.VariantSpec) -> build.ExtensionSource:
     return build.ExtensionSource(spec.name, spec.source, build.FORWARD_DECL + "\n", ("forward",),
-                                 spec.nvcc_flags, spec.ldflags)
+                                 spec.nvcc_flags, spec.ldflags, (str(spec.path.parent.resolve()),))
 
 
 def plan(paths: list[Path], tasks: list[Task], cache_root: Path = build.DEFAULT_CACHE,

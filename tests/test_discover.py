@@ -63,3 +63,16 @@ def test_shipped_kernels_have_valid_headers():
     for path in discover.discover(REPO / "kernels"):
         spec = discover.load_variant(path)
         assert spec.summary, f"{path} has no summary line"
+
+
+def test_build_key_follows_shared_headers(tmp_path):
+    from harness import build
+    header = tmp_path / "common.cuh"
+    header.write_text("#define TILE 16\n")
+    src = build.ExtensionSource("v", '#include "common.cuh"\n', "", ("forward",), include_dirs=(str(tmp_path),))
+    before = build.build_key(src, ("-gencode=arch=compute_90,code=sm_90",))
+    header.write_text("#define TILE 32\n")
+    after = build.build_key(src, ("-gencode=arch=compute_90,code=sm_90",))
+    assert before != after
+    (tmp_path / "notes.txt").write_text("not a header")
+    assert build.build_key(src, ("-gencode=arch=compute_90,code=sm_90",)) == after
