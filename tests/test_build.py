@@ -27,9 +27,11 @@ def test_cli_without_gpu_builds_and_reports_not_run(tmp_path):
     if torch.cuda.is_available():
         pytest.skip("this test is the no-GPU path")
     out = tmp_path / "r.json"
-    proc = subprocess.run([sys.executable, "run_bench.py", "--kernels", "tests/variants", "--json", str(out)],
+    cmd = [sys.executable, "run_bench.py", "--kernels", "tests/adversarial", "--variant", "correct_neighbour",
+           "--json", str(out)]
+    proc = subprocess.run(cmd,
                           cwd=REPO, capture_output=True, text=True)
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.splitlines()[0] == "no CUDA device: building every selected variant, running none"
-    assert "naive_rowwise" in proc.stdout and "not-run: no CUDA device" in proc.stdout
+    assert "correct_neighbour" in proc.stdout and "not-run: no CUDA device" in proc.stdout
     assert out.exists()

@@ -1,5 +1,5 @@
-// The known-correct kernel of tests/variants/naive_rowwise.cu, shared by the adversarial variants
-// (the harness puts a variant's own folder on the include path): block m computes token row m.
+// A simple, known-correct float32 kernel shared by the adversarial variants (the harness puts a
+// variant's own folder on the include path): block m computes token row m.
 #pragma once
 #include <cstdint>
 
