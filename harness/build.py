@@ -91,14 +91,18 @@ def check_toolchain(cuda_home: str | None) -> None:
 
 
 def arch_flags() -> tuple[str, ...]:
-    """-gencode flags: TORCH_CUDA_ARCH_LIST when set, else the GPU present, else sm_90 (H200)."""
+    """-gencode flags: TORCH_CUDA_ARCH_LIST when set, else the GPU present, else sm_90a (H200).
+
+    A Hopper GPU (9.0) is built for sm_90a, the target that adds wgmma and setmaxnreg: the code runs
+    on exactly that chip, which is the one present. Kernels that use those instructions guard them
+    with __CUDA_ARCH_FEAT_SM90_ALL so a build for another target still compiles."""
     spec = os.environ.get("TORCH_CUDA_ARCH_LIST", "").strip()
     if not spec:
         if torch.cuda.is_available():
             major, minor = torch.cuda.get_device_capability()
-            spec = f"{major}.{minor}"
+            spec = f"{major}.{minor}" + ("a" if (major, minor) == (9, 0) else "")
         else:
-            spec = "9.0"
+            spec = "9.0a"
     flags = []
     for arch in re.split(r"[;\s,]+", spec):
         if not arch:
