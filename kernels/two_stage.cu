@@ -1,12 +1,24 @@
-// summary: Stage one: latent = hidden @ w_down by one cuBLAS GEMM with fp32 output; stage two: one tiled SIMT GEMM kernel computes latent @ [w_up_k | w_up_v] and writes the stacked (b, s, 2, heads, head_dim) output directly, no k/v intermediate.
+// summary: Stage one: latent = hidden @ w_down; stage two: latent @ [w_up_k | w_up_v] written straight into the stacked (b, s, 2, heads, head_dim) rows, no k/v intermediate. bf16/fp16 on sm_90a: two launches of a persistent TMA + wgmma warp-specialized kernel (GEMM1 split-k, GEMM2 as its programmatic dependent); float32 and shapes that path does not take: cuBLAS then a tiled SIMT kernel.
 // dtypes: float32,bfloat16,float16
 
 /*
- * Stage one (cuBLAS, PyTorch's handle on the current stream): latent(M, rank) in fp32.
+ * Dispatch: bf16 / fp16 with D % 8 == 0, rank % 8 == 0, N % 256 == 0, 16-byte aligned tensors, on a 9.0 device with
+ * this build's sm_90a kernels present -> tensor-core path (mla_tc.cuh); everything else -> the SIMT path below.
+ *
+ * Tensor-core path (kernels/mla_tc.cuh has the tiling, the thread roles and the epilogues):
+ *   launch 1, GEMM1: latent (M x rank, in the dtype, like eager) = hidden @ w_down; tiles BM x 256 (BM = 64 for
+ *     M <= 128, else 128) split along d so that tiles x splits fill the SMs once (split-k partials reduced by the
+ *     splits themselves, slice by slice); triggers its dependents at entry.
+ *   launch 2, GEMM2: out (M x 2N) = latent @ [w_up_k | w_up_v], persistent grid of min(tiles, #SMs) CTAs, tiles
+ *     BM x 256 in M-major order (the CTAs working at one time share a few w_up column tiles through L2); B tiles
+ *     from w_up_k or w_up_v by tile column; epilogue TMA-stores the stacked rows, overlapped with the next tile.
+ *     Launched with programmatic stream serialization: its prologue (barrier setup, tensor-map and first w_up
+ *     tile prefetch) overlaps GEMM1's tail; its producer waits (griddepcontrol.wait) before reading the latent.
+ *
+ * SIMT path, stage one (cuBLAS, PyTorch's handle on the current stream): latent(M, rank) in fp32.
  *   float32 : cublasSgemm with CUBLAS_DEFAULT_MATH forced for the call (no TF32), handle mode restored.
  *   bf16/f16: cublasGemmEx, A/B in the dtype, C = CUDA_R_32F, CUBLAS_COMPUTE_32F.
- *
- * Stage two (one kernel): out viewed as (M, 2N) = latent (M x rank) @ B (rank x 2N), B = [w_up_k | w_up_v]
+ * SIMT path, stage two (one kernel): out viewed as (M, 2N) = latent (M x rank) @ B (rank x 2N), B = [w_up_k | w_up_v]
  *   (column c < N reads w_up_k[:, c], else w_up_v[:, c - N]).
  *   Grid: x = row tiles of BM, y = column tiles of BN (consecutive blocks share one B column stripe -> L2).
  *   K loop over rank in chunks of BK; A chunk (BM x BK fp32) and B chunk (BK x BN, dtype) are copied with
@@ -21,6 +33,7 @@
  */
 
 #include "kv_common.cuh"
+#include "mla_tc.cuh"
 
 #include <type_traits>
 
@@ -258,6 +271,63 @@ void run_two_stage(const torch::Tensor& hidden, const torch::Tensor& w_down, con
         launch_up<T, 32, 64, 16, 4, 4, 128, 3, 4, 1>(lat, wk, wv, o, M, R, N, vec_a, vec_b, vec_out, dev, optin, stream);
 }
 
+// Tensor-core path (sm_90a, bf16 / fp16): GEMM1 launch (latent in the dtype, split k), then GEMM2 launch as its
+// programmatic dependent. BM 64 tiles up to 128 rows (decode), 128 above.
+template <typename T, int BM>
+void launch_two_stage_tc(const torch::Tensor& hidden, const torch::Tensor& w_down, const torch::Tensor& w_up_k,
+                         const torch::Tensor& w_up_v, torch::Tensor& out, int M, int D, int R, int N, int dev,
+                         int sms, cudaStream_t stream) {
+    using C = mla::Cfg<BM>;
+    mla::Params p = mla::make_params(BM, M, D, R, N, mla::pick_splits(BM, M, R, sms, 64));
+    const int tiles1 = p.n_mt * p.n_nt1;
+    auto latent = torch::empty({int64_t(M), int64_t(R)}, hidden.options());
+    torch::Tensor ws;
+    if (p.splits > 1) {
+        ws = torch::empty({int64_t(tiles1) * p.splits * C::PART_F4 * 4}, hidden.options().dtype(torch::kFloat32));
+        p.ws = reinterpret_cast<float4*>(ws.data_ptr());
+        p.split_cnt = mla::counters(dev, size_t(tiles1), stream);
+    }
+    p.latent = latent.data_ptr();
+    const mla::Maps maps = mla::make_maps<T, BM>(hidden.data_ptr(), w_down.data_ptr(), w_up_k.data_ptr(),
+                                                 w_up_v.data_ptr(), latent.data_ptr(), out.data_ptr(), M, D, R, N);
+    mla::set_smem_attr<T, BM>(dev);
+    mla::Params p1 = p;
+    p1.first = 0;
+    p1.last = p.units1;
+    mla::launch<T, BM>(maps, p1, std::min(p.units1, sms), false, stream);
+    mla::Params p2 = p;
+    p2.first = p.units1;
+    p2.last = p.units1 + p.units2;
+    p2.pdl_wait = 1;
+    mla::launch<T, BM>(maps, p2, std::min(p.units2, sms), true, stream);
+}
+
+// False when the shape, alignment, device or build does not allow the tensor-core path (then: the SIMT path).
+template <typename T>
+bool run_two_stage_tc(const torch::Tensor& hidden, const torch::Tensor& w_down, const torch::Tensor& w_up_k,
+                      const torch::Tensor& w_up_v, torch::Tensor& out, int M, int D, int R, int N) {
+    const int dev = hidden.get_device();
+    cudaStream_t stream = at::cuda::getCurrentCUDAStream();
+    if (!mla::shape_ok(D, R, N, hidden.data_ptr(), w_down.data_ptr(), w_up_k.data_ptr(), w_up_v.data_ptr(),
+                       out.data_ptr()))
+        return false;
+    if (!hop::sm90a_kernels_built(dev, stream)) return false;
+    const kv::DevInfo info = kv::dev_info(dev);
+    if (info.optin < mla::Cfg<128>::SMEM_ALLOC || info.optin < mla::Cfg<64>::SMEM_ALLOC) return false;
+    // The counter buffer is allocated outside a capture only; the first call of a process is never captured here.
+    if (mla::counters_if_ready(dev, 1) == nullptr) {
+        cudaStreamCaptureStatus cap = cudaStreamCaptureStatusNone;
+        C10_CUDA_CHECK(cudaStreamIsCapturing(stream, &cap));
+        if (cap != cudaStreamCaptureStatusNone) return false;
+        mla::counters(dev, 1, stream);
+    }
+    if (M <= 128)
+        launch_two_stage_tc<T, 64>(hidden, w_down, w_up_k, w_up_v, out, M, D, R, N, dev, info.sms, stream);
+    else
+        launch_two_stage_tc<T, 128>(hidden, w_down, w_up_k, w_up_v, out, M, D, R, N, dev, info.sms, stream);
+    return true;
+}
+
 }  // namespace
 
 torch::Tensor forward(torch::Tensor hidden, torch::Tensor w_down, torch::Tensor w_up_k, torch::Tensor w_up_v,
@@ -273,8 +343,14 @@ torch::Tensor forward(torch::Tensor hidden, torch::Tensor w_down, torch::Tensor 
 
     switch (dt) {
         case at::kFloat: run_two_stage<float>(hidden, w_down, w_up_k, w_up_v, out, M, D, R, N); break;
-        case at::kBFloat16: run_two_stage<__nv_bfloat16>(hidden, w_down, w_up_k, w_up_v, out, M, D, R, N); break;
-        default: run_two_stage<__half>(hidden, w_down, w_up_k, w_up_v, out, M, D, R, N); break;
+        case at::kBFloat16:
+            if (!run_two_stage_tc<__nv_bfloat16>(hidden, w_down, w_up_k, w_up_v, out, M, D, R, N))
+                run_two_stage<__nv_bfloat16>(hidden, w_down, w_up_k, w_up_v, out, M, D, R, N);
+            break;
+        default:
+            if (!run_two_stage_tc<__half>(hidden, w_down, w_up_k, w_up_v, out, M, D, R, N))
+                run_two_stage<__half>(hidden, w_down, w_up_k, w_up_v, out, M, D, R, N);
+            break;
     }
     return out;
 }
