@@ -1,7 +1,23 @@
-// summary: One kernel over row tiles: each block computes its rows' full latent into shared memory (fp32), then both up-projections, writing each stacked output row whole; small M: every operand copied into shared memory at entry (DIRECT), otherwise operands stream through a multi-stage cp.async ring.
+// summary: The latent never leaves the chip or L2 between the two products. bf16/fp16 on sm_90a: ONE launch of a persistent TMA + wgmma kernel whose GEMM1 units (split-k over all SMs, w_down read once) publish per-row-tile ready flags and whose GEMM2 units start as soon as their row tile's latent is done; at decode sizes (M <= 128) every CTA prefetches its w_up tiles into L2 while GEMM1 runs. float32 and other shapes: one SIMT kernel over row tiles that keeps each row tile's latent in shared memory (DIRECT small-M path first).
 // dtypes: float32,bfloat16,float16
 
 /*
+ * Dispatch: bf16 / fp16 with D % 8 == 0, rank % 8 == 0, N % 256 == 0, 16-byte aligned tensors, on a 9.0 device with
+ * this build's sm_90a kernels present -> tensor-core path; everything else -> the SIMT paths (second block below).
+ *
+ * Tensor-core path (kernels/mla_tc.cuh has the tile, the thread roles and the epilogues): one launch, grid =
+ *   min(#SMs, units), one CTA per SM (all resident: the waits below need it). Units in order: GEMM1 units
+ *   (row tile, 256 latent columns, k-split; tiles x splits <= #SMs), then GEMM2 units (row tile, 256 output
+ *   columns) in groups of 8 row tiles, row tile fastest. A GEMM1 tile's S splits write fp32 partials, wait for
+ *   each other, reduce one slice each into the latent (M x rank, the dtype, through L2), and the last bumps the
+ *   row tile's ready flag; a GEMM2 unit's producer waits for its row tile's flag, then TMA-loads the latent.
+ *   Flags and split counters reset themselves (the row tile's last reader / the tile's last split), so a CUDA-graph
+ *   replay starts from zero; no host-side state is read per call.
+ *   Decode (M <= 128): tiles 64 x 256; GEMM1 splits up to 64 (DeepSeek-V3, M = 64: 2 tiles x 56 splits of 128 k,
+ *   112 CTAs read w_down once between them), and before waiting for the latent each CTA prefetches (TMA to L2)
+ *   every w_up box of its GEMM2 tiles, so w_up streams from DRAM during GEMM1 and is read from DRAM once.
+ *   Larger M: tiles 128 x 256, no prefetch (w_up is reused from L2 across row tiles).
+ *
  * Tiling (grid = ceil(M / BM) blocks over row tiles only; every block loops over all output columns):
  *
  *   The block works through one flat sequence of "chunks"; a chunk is one K-slice of width BK of one
@@ -51,6 +67,7 @@
  */
 
 #include "kv_common.cuh"
+#include "mla_tc.cuh"
 
 namespace {
 
@@ -624,6 +641,67 @@ void run_fused(const torch::Tensor& hidden, const torch::Tensor& w_down, const t
     }
 }
 
+// ================================================================ tensor-core path (sm_90a, bf16 / fp16)
+// One launch of the mla_tc engine with both unit lists: GEMM1 units (split k over the SMs, w_down read once),
+// then GEMM2 units that start as soon as their row tile's latent is complete (ready flags). Decode (M <= 128):
+// BM 64 tiles, and every CTA prefetches its w_up tiles into L2 while GEMM1 runs, so each weight is read from DRAM
+// once and the w_up stream overlaps GEMM1. The latent (M x R, the dtype) goes through L2 only.
+template <typename T, int BM>
+void launch_fused_tc(const torch::Tensor& hidden, const torch::Tensor& w_down, const torch::Tensor& w_up_k,
+                     const torch::Tensor& w_up_v, torch::Tensor& out, int M, int D, int R, int N, int dev, int sms,
+                     cudaStream_t stream) {
+    using C = mla::Cfg<BM>;
+    mla::Params p = mla::make_params(BM, M, D, R, N, mla::pick_splits(BM, M, R, sms, 64));
+    const int tiles1 = p.n_mt * p.n_nt1;
+    auto latent = torch::empty({int64_t(M), int64_t(R)}, hidden.options());
+    torch::Tensor ws;
+    int* cnt = mla::counters(dev, size_t(tiles1 + 2 * p.n_mt), stream);
+    if (p.splits > 1) {
+        ws = torch::empty({int64_t(tiles1) * p.splits * C::PART_F4 * 4}, hidden.options().dtype(torch::kFloat32));
+        p.ws = reinterpret_cast<float4*>(ws.data_ptr());
+    }
+    p.split_cnt = cnt;
+    p.ready = cnt + tiles1;
+    p.consumed = cnt + tiles1 + p.n_mt;
+    p.latent = latent.data_ptr();
+    p.first = 0;
+    p.last = p.units1 + p.units2;
+    p.fused = 1;
+    p.prefetch2 = BM == 64 ? 1 : 0;
+    p.group_mt = std::min(p.n_mt, 8);
+    const mla::Maps maps = mla::make_maps<T, BM>(hidden.data_ptr(), w_down.data_ptr(), w_up_k.data_ptr(),
+                                                 w_up_v.data_ptr(), latent.data_ptr(), out.data_ptr(), M, D, R, N);
+    mla::set_smem_attr<T, BM>(dev);
+    // One CTA per SM and grid <= #SMs: every CTA is resident at once, which the split-k and ready waits need.
+    mla::launch<T, BM>(maps, p, std::min(sms, p.units1 + p.units2), false, stream);
+}
+
+// False when the shape, alignment, device or build does not allow the tensor-core path (then: the SIMT paths).
+template <typename T>
+bool run_fused_tc(const torch::Tensor& hidden, const torch::Tensor& w_down, const torch::Tensor& w_up_k,
+                  const torch::Tensor& w_up_v, torch::Tensor& out, int M, int D, int R, int N) {
+    const int dev = hidden.get_device();
+    cudaStream_t stream = at::cuda::getCurrentCUDAStream();
+    if (!mla::shape_ok(D, R, N, hidden.data_ptr(), w_down.data_ptr(), w_up_k.data_ptr(), w_up_v.data_ptr(),
+                       out.data_ptr()))
+        return false;
+    if (!hop::sm90a_kernels_built(dev, stream)) return false;
+    const kv::DevInfo info = kv::dev_info(dev);
+    if (info.optin < mla::Cfg<128>::SMEM_ALLOC || info.optin < mla::Cfg<64>::SMEM_ALLOC) return false;
+    const int bm = M <= 128 ? 64 : 128;
+    const size_t need = size_t(kv::cdiv(M, bm)) * (kv::cdiv(R, mla::BN) + 2);
+    if (mla::counters_if_ready(dev, need) == nullptr) {  // allocated outside a stream capture only
+        cudaStreamCaptureStatus cap = cudaStreamCaptureStatusNone;
+        C10_CUDA_CHECK(cudaStreamIsCapturing(stream, &cap));
+        if (cap != cudaStreamCaptureStatusNone) return false;
+    }
+    if (bm == 64)
+        launch_fused_tc<T, 64>(hidden, w_down, w_up_k, w_up_v, out, M, D, R, N, dev, info.sms, stream);
+    else
+        launch_fused_tc<T, 128>(hidden, w_down, w_up_k, w_up_v, out, M, D, R, N, dev, info.sms, stream);
+    return true;
+}
+
 }  // namespace
 
 torch::Tensor forward(torch::Tensor hidden, torch::Tensor w_down, torch::Tensor w_up_k, torch::Tensor w_up_v,
@@ -639,8 +717,14 @@ torch::Tensor forward(torch::Tensor hidden, torch::Tensor w_down, torch::Tensor 
 
     switch (dt) {
         case at::kFloat: run_fused<float>(hidden, w_down, w_up_k, w_up_v, out, M, D, R, N); break;
-        case at::kBFloat16: run_fused<__nv_bfloat16>(hidden, w_down, w_up_k, w_up_v, out, M, D, R, N); break;
-        default: run_fused<__half>(hidden, w_down, w_up_k, w_up_v, out, M, D, R, N); break;
+        case at::kBFloat16:
+            if (!run_fused_tc<__nv_bfloat16>(hidden, w_down, w_up_k, w_up_v, out, M, D, R, N))
+                run_fused<__nv_bfloat16>(hidden, w_down, w_up_k, w_up_v, out, M, D, R, N);
+            break;
+        default:
+            if (!run_fused_tc<__half>(hidden, w_down, w_up_k, w_up_v, out, M, D, R, N))
+                run_fused<__half>(hidden, w_down, w_up_k, w_up_v, out, M, D, R, N);
+            break;
     }
     return out;
 }
