@@ -21,7 +21,7 @@ namespace hop {
 
 // ================================================================ host: tensor maps
 
-inline PFN_cuTensorMapEncodeTiled_v12000 encode_tiled_fn() {
+static inline PFN_cuTensorMapEncodeTiled_v12000 encode_tiled_fn() {
     static PFN_cuTensorMapEncodeTiled_v12000 fn = nullptr;
     if (fn == nullptr) {
         void* p = nullptr;
@@ -424,7 +424,7 @@ __global__ void probe_sm90a_kernel(int* flag) {
 // True when the running device is compute capability 9.0 and this extension's kernels were compiled for sm_90a
 // (a build for sm_90 or for another chip leaves the wgmma paths empty). Asked once per device: one tiny launch
 // and a synchronous copy, never while the stream is being captured (then: false, the caller falls back).
-inline bool sm90a_kernels_built(int dev, cudaStream_t stream) {
+static inline bool sm90a_kernels_built(int dev, cudaStream_t stream) {
     static int cache[64];  // 0 unknown, 1 yes, 2 no
     if (dev >= 0 && dev < 64 && cache[dev] != 0) return cache[dev] == 1;
     const kv::DevInfo info = kv::dev_info(dev);

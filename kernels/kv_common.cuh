@@ -71,7 +71,9 @@ struct DevInfo {
     int sms;    // multiprocessors
     int major, minor;
 };
-inline DevInfo dev_info(int dev) {
+// static: a function-local static of an inline function is one symbol across all loaded extensions
+// (STB_GNU_UNIQUE); each variant keeps its own caches.
+static inline DevInfo dev_info(int dev) {
     static DevInfo cache[64] = {};
     if (dev >= 0 && dev < 64 && cache[dev].sms > 0) return cache[dev];
     DevInfo d{};

@@ -193,6 +193,7 @@ mla_tc_kernel(const __grid_constant__ CUtensorMap tm_hidden, const __grid_consta
                 int k0, k1;
                 unit_ksteps(w, p, k0, k1);
                 const CUtensorMap* ta = w.gemm == 1 ? &tm_hidden : &tm_latent;
+                int pre = 0;  // leading k-steps whose B boxes were issued before the latent was ready
                 const CUtensorMap* tb;
                 int bx;
                 if (w.gemm == 1) {
@@ -201,11 +202,6 @@ mla_tc_kernel(const __grid_constant__ CUtensorMap tm_hidden, const __grid_consta
                 } else {
                     tb = w.nt < p.nt2_v ? &tm_wk : &tm_wv;
                     bx = (w.nt < p.nt2_v ? w.nt : w.nt - p.nt2_v) * BN;
-                    if (p.pdl_wait && !waited) {
-                        for (int b = 0; b < BN / 64; ++b) hop::tma_prefetch_2d(tb, bx + 64 * b, 0);
-                        pdl_wait();  // the latent is written by the previous grid
-                        waited = true;
-                    }
                     if (p.prefetch2 && !prefetched) {  // all of this CTA's GEMM2 B tiles -> L2 while GEMM1 runs
                         for (int u2 = u; u2 < p.last; u2 += gridDim.x) {
                             const Unit w2 = decode_unit(u2, p);
@@ -215,6 +211,24 @@ mla_tc_kernel(const __grid_constant__ CUtensorMap tm_hidden, const __grid_consta
                                 for (int b = 0; b < BN / 64; ++b) hop::tma_prefetch_2d(tb2, bx2 + 64 * b, k * BK);
                         }
                         prefetched = true;
+                    }
+                    if ((p.pdl_wait && !waited) || p.fused) {
+                        // The latent is not ready yet, w_up is: fill the first stages' B halves now (each stage's
+                        // barrier announces A + B; the A box follows once the latent is there).
+                        pre = min(STAGES, k1 - k0);
+                        for (int j = 0; j < pre; ++j) {
+                            const int s = (it + j) % STAGES;
+                            hop::mbar_wait(&empty[s], (((it + j) / STAGES) & 1) ^ 1);
+                            hop::mbar_arrive_expect_tx(&full[s], A_BYTES + B_BYTES);
+                            unsigned char* bs = smem + C::SMEM_B + s * B_BYTES;
+#pragma unroll
+                            for (int b = 0; b < BN / 64; ++b)
+                                hop::tma_load_2d(bs + b * B_BOX_BYTES, tb, bx + 64 * b, (k0 + j) * BK, &full[s]);
+                        }
+                    }
+                    if (p.pdl_wait && !waited) {
+                        pdl_wait();  // the latent is written by the previous grid
+                        waited = true;
                     }
                     if (p.fused) {
                         while (ld_acquire(&p.ready[w.mt]) < p.n_nt1) __nanosleep(64);
@@ -228,14 +242,15 @@ mla_tc_kernel(const __grid_constant__ CUtensorMap tm_hidden, const __grid_consta
                 }
                 for (int k = k0; k < k1; ++k, ++it) {
                     const int s = it % STAGES;
-                    const uint32_t ph = (it / STAGES) & 1;
-                    hop::mbar_wait(&empty[s], ph ^ 1);
-                    hop::mbar_arrive_expect_tx(&full[s], A_BYTES + B_BYTES);
-                    hop::tma_load_2d(smem + C::SMEM_A + s * A_BYTES, ta, k * BK, w.mt * BM, &full[s]);
-                    unsigned char* bs = smem + C::SMEM_B + s * B_BYTES;
+                    if (k - k0 >= pre) {
+                        hop::mbar_wait(&empty[s], ((it / STAGES) & 1) ^ 1);
+                        hop::mbar_arrive_expect_tx(&full[s], A_BYTES + B_BYTES);
+                        unsigned char* bs = smem + C::SMEM_B + s * B_BYTES;
 #pragma unroll
-                    for (int b = 0; b < BN / 64; ++b)
-                        hop::tma_load_2d(bs + b * B_BOX_BYTES, tb, bx + 64 * b, k * BK, &full[s]);
+                        for (int b = 0; b < BN / 64; ++b)
+                            hop::tma_load_2d(bs + b * B_BOX_BYTES, tb, bx + 64 * b, k * BK, &full[s]);
+                    }
+                    hop::tma_load_2d(smem + C::SMEM_A + s * A_BYTES, ta, k * BK, w.mt * BM, &full[s]);
                 }
             }
         }
@@ -340,19 +355,50 @@ mla_tc_kernel(const __grid_constant__ CUtensorMap tm_hidden, const __grid_consta
                 const float4* tp = p.ws + size_t(tile) * p.splits * PART_F4;
                 const int e0 = int((long long)w.ks * PART_F4 / p.splits);
                 const int e1 = int((long long)(w.ks + 1) * PART_F4 / p.splits);
-                for (int e = e0 + ct; e < e1; e += 256) {
-                    float4 sum = __ldcg(tp + e);
-                    for (int s = 1; s < p.splits; ++s) {
-                        const float4 v = __ldcg(tp + size_t(s) * PART_F4 + e);
-                        sum.x += v.x; sum.y += v.y; sum.z += v.z; sum.w += v.w;
-                    }
-                    // e = j * 256 + c: consumer thread c's fragment group j
+                // Store the slice element e (= j * 256 + c: consumer thread c's fragment group j).
+                auto store_elem = [&](int e, float4 v) {
                     const int j = e >> 8, c = e & 255;
                     const int cl = c & 31, ct_w = (c & 127) >> 5, cg = c >> 7;
                     const int rr = w.mt * BM + (C::MWG == 2 ? 64 * cg : 0) + 16 * ct_w + (cl >> 2);
                     const int col = w.nt * BN + (C::MWG == 2 ? 0 : WN * cg) + 8 * j + 2 * (cl & 3);
-                    store_latent2<T>(lat, p, rr, col, sum.x, sum.y);
-                    store_latent2<T>(lat, p, rr + 8, col, sum.z, sum.w);
+                    store_latent2<T>(lat, p, rr, col, v.x, v.y);
+                    store_latent2<T>(lat, p, rr + 8, col, v.z, v.w);
+                };
+                // Sum of partials s = s0, s0 + ds, ... < S at element e, 8 loads in flight.
+                auto sum_parts = [&](int e, int s0, int ds) {
+                    float4 sum = make_float4(0.f, 0.f, 0.f, 0.f);
+                    int s = s0;
+                    for (; s + 7 * ds < p.splits; s += 8 * ds) {
+                        float4 v[8];
+#pragma unroll
+                        for (int i = 0; i < 8; ++i) v[i] = __ldcg(tp + size_t(s + i * ds) * PART_F4 + e);
+#pragma unroll
+                        for (int i = 0; i < 8; ++i) { sum.x += v[i].x; sum.y += v[i].y; sum.z += v[i].z; sum.w += v[i].w; }
+                    }
+                    for (; s < p.splits; s += ds) {
+                        const float4 v = __ldcg(tp + size_t(s) * PART_F4 + e);
+                        sum.x += v.x; sum.y += v.y; sum.z += v.z; sum.w += v.w;
+                    }
+                    return sum;
+                };
+                const int E = e1 - e0;
+                const int G = E > 0 ? min(p.splits, 256 / E) : 1;  // partial groups per element (many splits)
+                if (G <= 1) {
+                    for (int e = e0 + ct; e < e1; e += 256) store_elem(e, sum_parts(e, 0, 1));
+                } else {
+                    // Few elements, many partials: thread (g, e) sums every G-th partial, then G-way sum in smem.
+                    float4* red = reinterpret_cast<float4*>(smem + C::SMEM_C);  // no TMA store pending in GEMM1
+                    const int g = ct / E, el = ct - g * E;
+                    if (g < G) red[g * E + el] = sum_parts(e0 + el, g, G);
+                    hop::named_barrier(1, 256);
+                    if (ct < E) {
+                        float4 sum = red[ct];
+                        for (int gg = 1; gg < G; ++gg) {
+                            const float4 v = red[gg * E + ct];
+                            sum.x += v.x; sum.y += v.y; sum.z += v.z; sum.w += v.w;
+                        }
+                        store_elem(e0 + ct, sum);
+                    }
                 }
                 __threadfence();
                 hop::named_barrier(1, 256);
@@ -431,15 +477,15 @@ struct CounterCache {
     int* buf[64] = {};
     size_t cap[64] = {};
 };
-inline CounterCache& counter_cache() {
+static inline CounterCache& counter_cache() {  // static: per extension, not one process-wide symbol
     static CounterCache c;
     return c;
 }
-inline int* counters_if_ready(int dev, size_t n) {
+static inline int* counters_if_ready(int dev, size_t n) {
     CounterCache& c = counter_cache();
     return (dev >= 0 && dev < 64 && c.cap[dev] >= n) ? c.buf[dev] : nullptr;
 }
-inline int* counters(int dev, size_t n, cudaStream_t stream) {
+static inline int* counters(int dev, size_t n, cudaStream_t stream) {
     CounterCache& c = counter_cache();
     TORCH_CHECK(dev >= 0 && dev < 64, "device index out of range for the counter cache");
     if (c.cap[dev] < n) {
@@ -458,8 +504,10 @@ inline int* counters(int dev, size_t n, cudaStream_t stream) {
     return c.buf[dev];
 }
 
+// static: the "attribute set" flag must belong to this extension's kernel, not be shared (GNU unique) with
+// another loaded variant that includes this header.
 template <typename T, int BM>
-inline void set_smem_attr(int dev) {
+static inline void set_smem_attr(int dev) {
     static bool done[64] = {};
     if (dev < 0 || dev >= 64 || !done[dev]) {
         C10_CUDA_CHECK(cudaFuncSetAttribute(mla_tc_kernel<T, BM>, cudaFuncAttributeMaxDynamicSharedMemorySize,
