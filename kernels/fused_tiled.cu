@@ -8,9 +8,10 @@
  * Tensor-core path (kernels/mla_tc.cuh has the tile, the thread roles and the epilogues): one launch, grid =
  *   min(#SMs, units), one CTA per SM (all resident: the waits below need it). Units in order: GEMM1 units
  *   (row tile, 256 latent columns, k-split; tiles x splits <= #SMs), then GEMM2 units (row tile, 256 output
- *   columns) in groups of 8 row tiles, row tile fastest. A GEMM1 tile's S splits write fp32 partials, wait for
- *   each other, reduce one slice each into the latent (M x rank, the dtype, through L2), and the last bumps the
- *   row tile's ready flag; a GEMM2 unit's producer waits for its row tile's flag, then TMA-loads the latent.
+ *   columns) in M-major order (row tile fastest: each w_up tile is read from DRAM once). A GEMM1 tile's S
+ *   splits write fp32 partials, wait for each other, reduce one slice each into the latent (M x rank, the dtype,
+ *   through L2), and the last bumps the row tile's ready flag; a GEMM2 unit's producer waits for its row
+ *   tile's flag, then TMA-loads the latent.
  *   Flags and split counters reset themselves (the row tile's last reader / the tile's last split), so a CUDA-graph
  *   replay starts from zero; no host-side state is read per call.
  *   Decode (M <= 128): tiles 64 x 256; GEMM1 splits up to 64 (DeepSeek-V3, M = 64: 2 tiles x 56 splits of 128 k,
@@ -18,6 +19,7 @@
  *   every w_up box of its GEMM2 tiles, so w_up streams from DRAM during GEMM1 and is read from DRAM once.
  *   Larger M: tiles 128 x 256, no prefetch (w_up is reused from L2 across row tiles).
  *
+ * SIMT paths (float32, and shapes the tensor-core path declines).
  * Tiling (grid = ceil(M / BM) blocks over row tiles only; every block loops over all output columns):
  *
  *   The block works through one flat sequence of "chunks"; a chunk is one K-slice of width BK of one
@@ -668,7 +670,7 @@ void launch_fused_tc(const torch::Tensor& hidden, const torch::Tensor& w_down, c
     p.last = p.units1 + p.units2;
     p.fused = 1;
     p.prefetch2 = BM == 64 ? 1 : 0;
-    p.group_mt = std::min(p.n_mt, 8);
+    p.group_mt = p.n_mt;  // M-major over all row tiles: each w_up tile read from DRAM once (groups of 8 re-read it)
     const mla::Maps maps = mla::make_maps<T, BM>(hidden.data_ptr(), w_down.data_ptr(), w_up_k.data_ptr(),
                                                  w_up_v.data_ptr(), latent.data_ptr(), out.data_ptr(), M, D, R, N);
     mla::set_smem_attr<T, BM>(dev);
