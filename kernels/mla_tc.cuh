@@ -382,37 +382,9 @@ mla_tc_kernel(const __grid_constant__ CUtensorMap tm_hidden, const __grid_consta
                     return sum;
                 };
                 const int E = e1 - e0;
-                const int G = E > 0 ? min(p.splits, 256 / E) : 1;  // partial groups per element (E < 128: many splits)
+                const int G = E > 0 ? min(p.splits, 256 / E) : 1;  // partial groups per element (many splits)
                 if (G <= 1) {
-                    // Thread ct owns the slice elements e0 + ct + 256 i (i < ni). Its ni * S loads go out 16 at a time
-                    // (one element at a time made the reduction a chain of L2 round trips: ~16 us per tile in v1);
-                    // the sums live in its own shared-memory slots (no TMA store is pending during GEMM1 units;
-                    // ni <= 16 for BM 128, <= 8 for BM 64: within the staging buffers). Fixed order: deterministic.
-                    float4* slot = reinterpret_cast<float4*>(smem + C::SMEM_C) + ct;
-                    const int ni = e1 - e0 > ct ? (e1 - e0 - ct + 255) / 256 : 0;
-                    const int total = ni * p.splits;
-                    for (int q0 = 0; q0 < total; q0 += 16) {
-                        float4 v[16];
-#pragma unroll
-                        for (int jj = 0; jj < 16; ++jj) {
-                            const int qq = q0 + jj;
-                            if (qq < total) {
-                                const int ii = qq / p.splits, ss = qq - ii * p.splits;
-                                v[jj] = __ldcg(tp + size_t(ss) * PART_F4 + e0 + ct + 256 * ii);
-                            }
-                        }
-#pragma unroll
-                        for (int jj = 0; jj < 16; ++jj) {
-                            const int qq = q0 + jj;
-                            if (qq < total) {
-                                const int ii = qq / p.splits, ss = qq - ii * p.splits;
-                                float4 a = ss == 0 ? make_float4(0.f, 0.f, 0.f, 0.f) : slot[ii * 256];
-                                a.x += v[jj].x; a.y += v[jj].y; a.z += v[jj].z; a.w += v[jj].w;
-                                slot[ii * 256] = a;
-                            }
-                        }
-                    }
-                    for (int ii = 0; ii < ni; ++ii) store_elem(e0 + ct + 256 * ii, slot[ii * 256]);
+                    for (int e = e0 + ct; e < e1; e += 256) store_elem(e, sum_parts(e, 0, 1));
                 } else {
                     // Few elements, many partials: thread (g, e) sums every G-th partial, then G-way sum in smem.
                     float4* red = reinterpret_cast<float4*>(smem + C::SMEM_C);  // no TMA store pending in GEMM1
