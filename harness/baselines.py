@@ -7,11 +7,11 @@ from collections.abc import Callable
 
 import torch
 
-from harness.problem import Inputs, KVDecompress, Shape
-from harness.records import BASELINE, FLOOR, KERNEL, Target
+from harness.problem import Inputs, KVDecompress
+from harness.records import Kind, Target
+from harness.shapes import DTYPE_NAMES, Shape
 
 Forward = Callable[[Inputs], object]
-ALL_DTYPES = ("float32", "bfloat16", "float16")
 
 
 def two_gemm(kv_heads: int, head_dim: int):
@@ -24,10 +24,10 @@ def two_gemm(kv_heads: int, head_dim: int):
 
 
 def baseline_targets(floor_so: str, floor_module: str) -> list[Target]:
-    return [Target("empty-kernel", FLOOR, ALL_DTYPES, floor_so, floor_module),
-            Target("eager", BASELINE, ALL_DTYPES),
-            Target("compile", BASELINE, ALL_DTYPES),
-            Target("torch-2gemm", BASELINE, ALL_DTYPES)]
+    return [Target("empty-kernel", Kind.FLOOR, DTYPE_NAMES, floor_so, floor_module),
+            Target("eager", Kind.BASELINE, DTYPE_NAMES),
+            Target("compile", Kind.BASELINE, DTYPE_NAMES),
+            Target("torch-2gemm", Kind.BASELINE, DTYPE_NAMES)]
 
 
 def import_extension(so_path: str, module_name: str):
@@ -40,9 +40,9 @@ def import_extension(so_path: str, module_name: str):
 def prepare(target: Target, shape: Shape, sample: Inputs) -> tuple[Forward, float | None]:
     """The callable for one (target, shape), and for torch.compile its compile time in seconds."""
     heads, hd = shape.heads, shape.head_dim
-    if target.kind in (KERNEL, FLOOR):
+    if target.kind in (Kind.KERNEL, Kind.FLOOR):
         module = import_extension(target.so_path, target.module_name)
-        if target.kind == FLOOR:
+        if target.kind == Kind.FLOOR:
             return (lambda inputs: module.empty_launch()), None
         return (lambda inputs: module.forward(*inputs.tensors(), heads)), None
     if target.name == "eager":

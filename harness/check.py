@@ -18,10 +18,9 @@ from collections.abc import Callable
 
 import torch
 
-from harness.problem import DTYPES, Inputs, Shape, make_inputs, reference_float64
-
-OK, WRONG, NAN, UNWRITTEN, BAD_OUTPUT, WROTE_INPUT, STALE, OTHER_STREAM = (
-    "ok", "wrong", "nan", "unwritten", "bad-output", "wrote-input", "stale-output", "other-stream")
+from harness.problem import DTYPES, Inputs, make_inputs, reference_float64
+from harness.records import CheckResult, ErrorStats, Status
+from harness.shapes import Shape
 
 
 @dataclasses.dataclass(frozen=True)
@@ -36,23 +35,6 @@ TOLERANCES = {
     "bfloat16": Tolerance(rel=1e-2, elem=5e-2),
     "float16": Tolerance(rel=2e-3, elem=1e-2),
 }
-
-
-@dataclasses.dataclass(frozen=True)
-class ErrorStats:
-    max_abs: float
-    rel: float
-    max_scaled: float  # max |out - ref| / rms(ref)
-
-    def within(self, tol: Tolerance) -> bool:
-        return self.rel <= tol.rel and self.max_scaled <= tol.elem
-
-
-@dataclasses.dataclass(frozen=True)
-class CheckResult:
-    status: str
-    message: str = ""
-    error: ErrorStats | None = None
 
 
 def error_stats(out: torch.Tensor, ref: torch.Tensor) -> ErrorStats:
@@ -71,27 +53,27 @@ def judge_values(out: torch.Tensor, ref: torch.Tensor, dtype_name: str) -> Check
     finite = torch.isfinite(out)
     if not bool(finite.all()):
         bad = int((~finite).sum())
-        return CheckResult(NAN, f"{bad} of {out.numel()} elements are NaN or Inf")
+        return CheckResult(Status.NAN, f"{bad} of {out.numel()} elements are NaN or Inf")
     stats = error_stats(out, ref)
     tol = TOLERANCES[dtype_name]
     if out.numel() > 1 and bool((out == out.reshape(-1)[0]).all()) and ref.std().item() > 0:
-        return CheckResult(WRONG, f"output is constant ({out.reshape(-1)[0].item():g})", stats)
+        return CheckResult(Status.WRONG, f"output is constant ({out.reshape(-1)[0].item():g})", stats)
     if not stats.within(tol):
-        return CheckResult(WRONG, f"error rel {stats.rel:.2e} (limit {tol.rel:.0e}), max {stats.max_scaled:.2e}"
+        return CheckResult(Status.WRONG, f"error rel {stats.rel:.2e} (limit {tol.rel:.0e}), max {stats.max_scaled:.2e}"
                                   f" x rms (limit {tol.elem:.0e})", stats)
-    return CheckResult(OK, "", stats)
+    return CheckResult(Status.OK, "", stats)
 
 
 def judge_layout(out, shape: Shape, dtype_name: str, device: torch.device) -> CheckResult | None:
     if not isinstance(out, torch.Tensor):
-        return CheckResult(BAD_OUTPUT, f"returned {type(out).__name__}, expected a torch.Tensor")
+        return CheckResult(Status.BAD_OUTPUT, f"returned {type(out).__name__}, expected a torch.Tensor")
     want = {"shape": tuple(shape.out_shape), "dtype": DTYPES[dtype_name], "device": device}
     got = {"shape": tuple(out.shape), "dtype": out.dtype, "device": out.device}
     for key in want:
         if want[key] != got[key]:
-            return CheckResult(BAD_OUTPUT, f"expected {key} {want[key]}, got {got[key]}")
+            return CheckResult(Status.BAD_OUTPUT, f"expected {key} {want[key]}, got {got[key]}")
     if not out.is_contiguous():
-        return CheckResult(BAD_OUTPUT, f"expected a contiguous output, got strides {tuple(out.stride())}")
+        return CheckResult(Status.BAD_OUTPUT, f"expected a contiguous output, got strides {tuple(out.stride())}")
     return None
 
 
@@ -130,18 +112,18 @@ def check_once(forward: Forward, shape: Shape, dtype_name: str, inputs: Inputs, 
         return layout
     for name, old, new in zip(("hidden", "w_down", "w_up_k", "w_up_v"), before, inputs.tensors()):
         if not torch.equal(old, new):
-            return CheckResult(WROTE_INPUT, f"the call changed input '{name}'")
+            return CheckResult(Status.WROTE_INPUT, f"the call changed input '{name}'")
     verdict = judge_values(out, ref, dtype_name)
-    if verdict.status == NAN:
+    if verdict.status == Status.NAN:
         # Same inputs under a finite poison: elements that now hold it were never written.
         nan_mask = ~torch.isfinite(out)
         out2 = run_poisoned(forward, inputs, shape, dtype, 1234.5)
         if isinstance(out2, torch.Tensor) and out2.shape == out.shape and bool((out2[nan_mask] == 1234.5).all()):
-            return CheckResult(UNWRITTEN, f"{int(nan_mask.sum())} of {out.numel()} output elements were "
+            return CheckResult(Status.UNWRITTEN, f"{int(nan_mask.sum())} of {out.numel()} output elements were "
                                           f"never written (they keep the allocator poison)")
-    if verdict.status == WRONG and previous_ref is not None:
-        if judge_values(out, previous_ref, dtype_name).status == OK:
-            return CheckResult(STALE, "output matches the previous call's inputs, not these (cached output?)",
+    if verdict.status == Status.WRONG and previous_ref is not None:
+        if judge_values(out, previous_ref, dtype_name).status == Status.OK:
+            return CheckResult(Status.STALE_OUTPUT, "output matches the previous call's inputs, not these (cached output?)",
                                verdict.error)
     return verdict
 
@@ -167,7 +149,7 @@ def check_graph_replay(forward: Forward, shape: Shape, dtype_name: str, seed: in
             out = forward(static)
     except Exception as exc:
         torch.cuda.synchronize()
-        return CheckResult(OK, f"not checked under graph replay: capture failed ({type(exc).__name__})")
+        return CheckResult(Status.OK, f"not checked under graph replay: capture failed ({type(exc).__name__})")
     torch.cuda.synchronize()  # anything the capture ran eagerly has finished before the poison
     fresh = make_inputs(shape, dtype, seed=seed + 1)
     for dst, src in zip(static.tensors(), fresh.tensors()):
@@ -176,10 +158,10 @@ def check_graph_replay(forward: Forward, shape: Shape, dtype_name: str, seed: in
     graph.replay()
     caller.synchronize()
     if not bool(torch.isfinite(out).any()):
-        return CheckResult(OTHER_STREAM, "a CUDA graph captured from the current stream left the output "
+        return CheckResult(Status.OTHER_STREAM, "a CUDA graph captured from the current stream left the output "
                                          "unwritten: the work runs on another stream")
     verdict = judge_values(out, reference_float64(shape, fresh), dtype_name)
-    if verdict.status != OK:
+    if verdict.status != Status.OK:
         return dataclasses.replace(verdict, message=f"under CUDA graph replay: {verdict.message}")
     return verdict
 
@@ -193,12 +175,12 @@ def check_variant(forward: Forward, shape: Shape, dtype_name: str, trials: int =
         inputs = make_inputs(shape, DTYPES[dtype_name], seed=seed + trial)
         ref = reference_float64(shape, inputs)
         result = check_once(forward, shape, dtype_name, inputs, ref, previous_ref)
-        if result.status != OK:
-            if graph_check and result.status in (WRONG, NAN, UNWRITTEN, STALE):
+        if result.status != Status.OK:
+            if graph_check and result.status in (Status.WRONG, Status.NAN, Status.UNWRITTEN, Status.STALE_OUTPUT):
                 # Work on another stream races the caller's reads and shows as any of these;
                 # the graph replay tells that case apart deterministically.
                 replay = check_graph_replay(forward, shape, dtype_name, seed=seed + trials)
-                if replay.status == OTHER_STREAM:
+                if replay.status == Status.OTHER_STREAM:
                     return replay
             return dataclasses.replace(result, message=f"trial {trial + 1}: {result.message}")
         if worst is None or result.error.rel > worst.rel:
@@ -206,7 +188,7 @@ def check_variant(forward: Forward, shape: Shape, dtype_name: str, trials: int =
         previous_ref = ref
     if graph_check:
         replay = check_graph_replay(forward, shape, dtype_name, seed=seed + trials)
-        if replay.status != OK:
+        if replay.status != Status.OK:
             return replay
-        return CheckResult(OK, replay.message, worst)
-    return CheckResult(OK, "", worst)
+        return CheckResult(Status.OK, replay.message, worst)
+    return CheckResult(Status.OK, "", worst)

@@ -1,4 +1,7 @@
-"""Command line: parse, run the stages in order, print, and turn outcomes into exit codes."""
+"""Command line: parse, run the stages in order, print, and turn outcomes into exit codes.
+
+torch and the stages that need it are imported only on the benchmark path: `compare` and `plot`
+read result files without it."""
 from __future__ import annotations
 
 import argparse
@@ -9,14 +12,12 @@ import sys
 import tempfile
 from pathlib import Path
 
-from harness import compare, discover, env, runner
+from harness import compare, discover, render
 from harness.errors import ToolchainError, UsageError
-from harness.problem import DEFAULT_TOKENS, parse_dtypes, parse_shapes
-from harness.records import KERNEL, Task
-from harness.report import render_markdown, render_table, result_dict
-from harness.resultfile import read_result_file, write_result_file
+from harness.records import CacheMode, Kind, Settings, Task
+from harness.resultfile import ResultFile, load_result, parse_result, write_result_file
+from harness.shapes import DEFAULT_TOKENS, parse_dtypes, parse_shapes
 from harness.stats import StoppingRule
-from harness.worker import Settings
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_TOOLCHAIN, EXIT_INTERRUPTED = 0, 1, 2, 3, 130
 REPO = Path(__file__).resolve().parent.parent
@@ -39,9 +40,9 @@ def bench_parser() -> argparse.ArgumentParser:
     p.add_argument("--dtype", default="float32", help="comma list of float32, bfloat16, float16")
     p.add_argument("--json", type=Path, help="result file (default: results/<date>-<gpu>.json)")
     p.add_argument("--markdown", type=Path, help="also write the table as markdown here")
-    p.add_argument("--hot", action="store_true", help="keep the L2 warm between GPU-time samples")
-    p.add_argument("--flush", choices=("read", "write"), default="read",
-                   help="how a cold sample evicts the L2: read a 2x-L2 buffer (default) or write it")
+    p.add_argument("--cache", choices=[str(m) for m in CacheMode], default=str(CacheMode.COLD_READ),
+                   help="L2 state before each GPU-time sample: flushed by reading a 2x-L2 buffer (cold-read, "
+                        "default), flushed by writing it (cold-write, as triton's do_bench), or kept (hot)")
     p.add_argument("--rounds", type=int, default=2, help="timing rounds per row; their spread is recorded")
     p.add_argument("--budget", type=float, default=1.5, help="seconds of sampling per row, kind and round at most")
     p.add_argument("--noise", type=float, default=0.005, help="stop once the median's relative SE is below this")
@@ -89,9 +90,9 @@ def _check_writable(path: Path | None, flag: str) -> None:
 def run_compare(argv: list[str]) -> int:
     args = compare_parser().parse_args(argv)
     result = compare.compare_files(args.baseline, args.current, floor=args.floor, force=args.force)
-    print(compare.render_table(result))
+    print(render.comparison_table(result))
     if args.markdown:
-        args.markdown.write_text(compare.render_markdown(result))
+        args.markdown.write_text(render.comparison_markdown(result))
     return result.exit_code
 
 
@@ -105,7 +106,7 @@ def plot_parser() -> argparse.ArgumentParser:
 def run_plot(argv: list[str]) -> int:
     from harness.plot import plot_speedups
     args = plot_parser().parse_args(argv)
-    result = read_result_file(args.result)
+    result = load_result(args.result)
     out = args.out or args.result.with_suffix(".png")
     _check_writable(out, "--out")
     try:
@@ -120,11 +121,15 @@ def default_json_path(gpu_key: str | None) -> Path:
     return REPO / "results" / f"{stamp}-{gpu_key or 'nogpu'}.json"
 
 
-def run_bench(argv: list[str]) -> int:
-    args = bench_parser().parse_args(argv)
-    logging.basicConfig(level=logging.DEBUG if args.verbose else logging.INFO, stream=sys.stderr,
-                        format="%(message)s")
-    logging.getLogger("torch.utils.cpp_extension").setLevel(logging.ERROR)  # its CUDA guess is ours to fix
+@dataclasses.dataclass(frozen=True)
+class Request:
+    """What the command line asks for, checked before anything is built."""
+    tasks: list[Task]
+    paths: list[Path]                 # the selected kernels/*.cu
+    baseline: ResultFile | None       # --compare's file, read up front so a bad one fails fast
+
+
+def check_request(args: argparse.Namespace) -> Request:
     for name in ("tokens", "rounds", "budget", "noise", "trials", "timeout"):
         _positive(name, getattr(args, name))
     shapes = [s for spec in (args.shape or ["seed"]) for s in parse_shapes(spec, args.tokens)]
@@ -134,67 +139,112 @@ def run_bench(argv: list[str]) -> int:
     paths = discover.select(discover.discover(args.kernels), args.variant)
     _check_writable(args.json, "--json")
     _check_writable(args.markdown, "--markdown")
-    baseline = read_result_file(args.compare) if args.compare else None
+    baseline = load_result(args.compare) if args.compare else None
+    return Request(tasks, paths, baseline)
+
+
+def make_settings(args: argparse.Namespace, timing_so: str, timing_module: str) -> Settings:
+    return Settings(trials=args.trials, seed=args.seed, cache=CacheMode(args.cache), rounds=args.rounds,
+                    rule=StoppingRule(noise_target=args.noise, budget_s=args.budget),
+                    call_rule=StoppingRule(noise_target=2 * args.noise, min_samples=20, budget_s=args.budget),
+                    timing_so=timing_so, timing_module=timing_module)
+
+
+def settings_record(settings: Settings, args: argparse.Namespace, arch: str) -> dict:
+    """The result file's `settings`: what a reader needs to know the numbers were taken alike."""
+    return {"cache": str(settings.cache), "rounds": settings.rounds, "trials": settings.trials,
+            "seed": settings.seed, "arch": arch, "input_sets": settings.input_sets, "tokens": args.tokens,
+            "gpu_rule": dataclasses.asdict(settings.rule), "call_rule": dataclasses.asdict(settings.call_rule)}
+
+
+def check_same_gpu(baseline: ResultFile | None, path: Path | None, machine: dict) -> None:
+    if baseline is not None and machine["gpu"] and baseline.env.get("gpu") != machine["gpu"]:
+        raise UsageError(f"--compare {path}: its GPU is {baseline.env.get('gpu')}, this one is "
+                         f"{machine['gpu']}; compare other models with `run_bench.py compare --force`")
+
+
+class ResultSink:
+    """Collects rows as they finish and rewrites the result file after each, so an interrupted run keeps
+    every finished row (marked incomplete)."""
+
+    def __init__(self, path: Path, machine: dict, settings: dict, builds: dict[str, str]):
+        self.path, self.machine, self.settings, self.builds = path, machine, settings, builds
+        self.rows: list = []
+        self.ceilings = None
+
+    def add(self, row) -> None:
+        self.rows.append(row)
+        self.save(complete=False)
+        log.info("  %s %s %s: %s %s", row.shape.label(), row.dtype, row.variant, row.status, row.message[:120])
+
+    def save(self, complete: bool) -> dict:
+        from harness.report import result_dict
+        result = result_dict(self.rows, self.machine, self.settings, self.ceilings, complete, self.builds)
+        write_result_file(self.path, result)
+        return result
+
+
+def run_rows(plan, tasks: list[Task], settings: Settings, sink: ResultSink, has_gpu: bool,
+             row_timeout_s: float) -> None:
+    from harness import runner
+    if has_gpu:
+        sink.ceilings = runner.measure_ceilings(sorted({t.dtype for t in tasks}))
+        runner.run(plan, tasks, settings, sink.add, row_timeout_s=row_timeout_s)
+    else:
+        for row in plan.rows + runner.not_run_rows(plan.targets, tasks, "no CUDA device"):
+            sink.add(row)
+
+
+def finish(args: argparse.Namespace, sink: ResultSink, baseline: ResultFile | None) -> int:
+    """Print and write what the run produced; the exit code."""
+    data = sink.save(complete=True)
+    result = parse_result(data, str(sink.path))
+    print(render.result_table(result))
+    print(f"\nresult file: {sink.path}")
+    if args.markdown:
+        args.markdown.write_text(render.result_markdown(result))
+    if args.save_baseline:
+        target = REPO / "results" / (sink.machine["gpu_key"] or "nogpu") / "baseline.json"
+        write_result_file(target, data)
+        print(f"baseline: {target}")
+    code = EXIT_OK if args.allow_failures or not any(r.failed for r in sink.rows) else EXIT_FAILED
+    if baseline is not None:
+        comparison = compare.compare_results(baseline, result)
+        print("\n" + render.comparison_table(comparison))
+        code = max(code, comparison.exit_code)
+    return code
+
+
+def run_bench(argv: list[str]) -> int:
+    args = bench_parser().parse_args(argv)
+    _configure_logging(args.verbose)
+    request = check_request(args)
 
     import torch  # after argument checks: a usage error should not wait for torch to import
+    from harness import env, runner
     has_gpu = torch.cuda.is_available()
     if not has_gpu:
         print("no CUDA device: building every selected variant, running none")
-    plan = runner.plan(paths, tasks, jobs=args.jobs)
-    settings = Settings(trials=args.trials, seed=args.seed, cache="hot" if args.hot else "cold", flush=args.flush,
-                        rounds=args.rounds,
-                        rule=StoppingRule(noise_target=args.noise, budget_s=args.budget),
-                        call_rule=StoppingRule(noise_target=2 * args.noise, min_samples=20, budget_s=args.budget),
-                        timing_so=plan.targets[0].so_path, timing_module=plan.targets[0].module_name)
+    plan = runner.plan(request.paths, request.tasks, jobs=args.jobs)
+    settings = make_settings(args, plan.targets[0].so_path, plan.targets[0].module_name)
     machine = env.describe()
-    if baseline is not None and machine["gpu"] and baseline["env"].get("gpu") != machine["gpu"]:
-        raise UsageError(f"--compare {args.compare}: its GPU is {baseline['env'].get('gpu')}, this one is "
-                         f"{machine['gpu']}; compare other models with `run_bench.py compare --force`")
-    json_path = args.json or default_json_path(machine["gpu_key"])
-    settings_record = {"cache": settings.cache, "flush": settings.flush, "rounds": settings.rounds,
-                       "trials": settings.trials, "seed": settings.seed, "arch": plan.arch,
-                       "input_sets": settings.input_sets, "tokens": args.tokens,
-                       "gpu_rule": dataclasses.asdict(settings.rule),
-                       "call_rule": dataclasses.asdict(settings.call_rule)}
-    builds = {t.name: t.module_name for t in plan.targets if t.kind == KERNEL}
-    rows, ceilings = [], None
-
-    def save(complete: bool) -> dict:
-        result = result_dict(rows, machine, settings_record, ceilings, complete, builds)
-        write_result_file(json_path, result)
-        return result
-
-    def on_row(row) -> None:
-        rows.append(row)
-        save(complete=False)
-        log.info("  %s %s %s: %s %s", row.shape.label(), row.dtype, row.variant, row.status, row.message[:120])
-
+    check_same_gpu(request.baseline, args.compare, machine)
+    builds = {t.name: t.module_name for t in plan.targets if t.kind == Kind.KERNEL}
+    sink = ResultSink(args.json or default_json_path(machine["gpu_key"]), machine,
+                      settings_record(settings, args, plan.arch), builds)
     try:
-        if has_gpu:
-            ceilings = runner.measure_ceilings(sorted({t.dtype for t in tasks}))
-            runner.run(plan, tasks, settings, on_row, row_timeout_s=args.timeout)
-        else:
-            for row in plan.rows + runner.not_run_rows(plan.targets, tasks, "no CUDA device"):
-                on_row(row)
+        run_rows(plan, request.tasks, settings, sink, has_gpu, args.timeout)
     except KeyboardInterrupt:
-        save(complete=False)
-        print(f"interrupted: {len(rows)} finished row(s) kept in {json_path} (marked incomplete)", file=sys.stderr)
+        sink.save(complete=False)
+        print(f"interrupted: {len(sink.rows)} finished row(s) kept in {sink.path} (marked incomplete)",
+              file=sys.stderr)
         return EXIT_INTERRUPTED
-    result = save(complete=True)
-    print(render_table(result))
-    print(f"\nresult file: {json_path}")
-    if args.markdown:
-        args.markdown.write_text(render_markdown(result))
-    if args.save_baseline:
-        target = REPO / "results" / (machine["gpu_key"] or "nogpu") / "baseline.json"
-        write_result_file(target, result)
-        print(f"baseline: {target}")
-    code = EXIT_OK if args.allow_failures or not any(r.failed for r in rows) else EXIT_FAILED
-    if baseline is not None:
-        comparison = compare.compare_results(baseline, result)
-        print("\n" + compare.render_table(comparison))
-        code = max(code, comparison.exit_code)
-    return code
+    return finish(args, sink, request.baseline)
+
+
+def _configure_logging(verbose: bool) -> None:
+    logging.basicConfig(level=logging.DEBUG if verbose else logging.INFO, stream=sys.stderr, format="%(message)s")
+    logging.getLogger("torch.utils.cpp_extension").setLevel(logging.ERROR)  # its CUDA guess is ours to fix
 
 
 def main(argv: list[str] | None = None) -> int:

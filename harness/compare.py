@@ -13,19 +13,17 @@ Verdicts, per row and metric ("gpu" time, "call" latency):
   NOISY a side flagged noisy (row or its eager row), or a speedup missing while both
   rows are ok; FAILED ok in baseline, not ok now. A row not ok in both files is SAME,
   with its status as the note. SLOWER and FAILED fail the gate (exit code 1).
+Rendering is in harness/render.py.
 """
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
 from enum import StrEnum
 from functools import partial
 from typing import Mapping
 
-from tabulate import tabulate
-
 from harness.errors import CompareRefused
-from harness.resultfile import read_result_file
+from harness.resultfile import ResultFile, ResultRow, TimingStats, load_result
 
 
 # Smallest change called a regression, whatever the recorded spread. Two runs of one commit on two
@@ -39,9 +37,8 @@ HOST_BOUND_RATIO = 1.25
 REFERENCE_VARIANT = "eager"  # speedups are relative to it, so it is not compared itself
 FLOOR_VARIANT = "empty-kernel"  # launch-overhead floor: informative, not a product
 NOT_COMPARED = frozenset({REFERENCE_VARIANT, FLOOR_VARIANT})
-TIMING_KEYS = {"gpu": "gpu_us", "call": "call_us"}  # metric -> timing entry of a row
+METRICS = ("gpu", "call")
 ENV_FIELDS_NOTED = ("driver", "cuda", "torch", "python")
-ENV_FIELDS_SHOWN = ("gpu", *ENV_FIELDS_NOTED, "commit", "date")
 
 
 class Verdict(StrEnum):
@@ -91,87 +88,93 @@ class Comparison:
 
 
 def compare_files(baseline_path, current_path, **kw) -> Comparison:
-    return compare_results(read_result_file(baseline_path), read_result_file(current_path), **kw)
+    return compare_results(load_result(baseline_path), load_result(current_path), **kw)
 
 
-def compare_results(baseline: dict, current: dict, *, floor: float = DEFAULT_FLOOR,
+def compare_results(baseline: ResultFile, current: ResultFile, *, floor: float = DEFAULT_FLOOR,
                     force: bool = False) -> Comparison:
-    """Compare two result files (as read by read_result_file); floor is a fraction (0.05 = 5 %)."""
+    """Compare two result files; floor is a fraction (0.05 = 5 %)."""
     notes = _environment_notes(baseline, current, force)
     base_index = _index_rows(baseline, "baseline", notes)
     cur_index = _index_rows(current, "current", notes)
     keys = list(base_index) + [key for key in cur_index if key not in base_index]
     rows = tuple(_compare_metric(key, metric, base_index, cur_index, floor)
-                 for key in keys if key[0] not in NOT_COMPARED for metric in TIMING_KEYS)
-    return Comparison(rows, tuple(notes), baseline["env"], current["env"], floor)
+                 for key in keys if key[0] not in NOT_COMPARED for metric in METRICS)
+    return Comparison(rows, tuple(notes), baseline.env, current.env, floor)
 
 
 # --- matching and numbers --------------------------------------------------------------
 
-def _row_key(row: dict) -> tuple:
-    # The whole shape dict, not its name: a renamed or resized shape is another row.
-    return row["variant"], json.dumps(row["shape"], sort_keys=True), row["dtype"]
+Index = dict[tuple, ResultRow]
 
 
-def _index_rows(data: dict, label: str, notes: list[str]) -> dict[tuple, dict]:
-    index = {_row_key(row): row for row in data["rows"]}  # a repeated row: the last one wins
-    if len(index) < len(data["rows"]):
-        notes.append(f"{label}: {len(data['rows']) - len(index)} repeated rows, the last of each is used")
+def _index_rows(result: ResultFile, label: str, notes: list[str]) -> Index:
+    index = {row.key(): row for row in result.rows}  # a repeated row: the last one wins
+    if len(index) < len(result.rows):
+        notes.append(f"{label}: {len(result.rows) - len(index)} repeated rows, the last of each is used")
     return index
 
 
-def _eager_row(index: dict, key: tuple) -> dict | None:
+def _eager_row(index: Index, key: tuple) -> ResultRow | None:
     return index.get((REFERENCE_VARIANT, *key[1:]))
 
 
-def _timing(row: dict | None, metric: str) -> dict:
-    return (row or {}).get(TIMING_KEYS[metric]) or {}
+def _timing(row: ResultRow | None, metric: str) -> TimingStats | None:
+    return None if row is None else getattr(row, metric)
 
 
-def _speedup(row: dict | None, metric: str) -> float | None:
-    value = (((row or {}).get("speedup") or {}).get("vs_eager") or {}).get(metric)
-    return float(value) if isinstance(value, (int, float)) and value > 0 else None
+def _speedup(row: ResultRow | None, metric: str) -> float | None:
+    value = None if row is None else getattr(row.speedup(REFERENCE_VARIANT), metric)
+    return value if value is not None and value > 0 else None
 
 
-def _noise(index: dict, key: tuple, metric: str) -> float:
+def _spread(row: ResultRow | None, metric: str) -> float:
+    timing = _timing(row, metric)
+    return timing.spread if timing else 0.0
+
+
+def _noise(index: Index, key: tuple, metric: str) -> float:
     # A speedup is a ratio of two timings, so both of their spreads add up.
-    row, eager = index[key], _eager_row(index, key)
-    return (_timing(row, metric).get("spread") or 0.0) + (_timing(eager, metric).get("spread") or 0.0)
+    return _spread(index[key], metric) + _spread(_eager_row(index, key), metric)
 
 
-def _noisy_sides(key: tuple, metric: str, base_index: dict, cur_index: dict) -> list[str]:
+def _noisy(row: ResultRow | None, metric: str) -> bool:
+    timing = _timing(row, metric)
+    return bool(timing and timing.noisy)
+
+
+def _noisy_sides(key: tuple, metric: str, base_index: Index, cur_index: Index) -> list[str]:
     sides = []
     for label, index in (("baseline", base_index), ("current", cur_index)):
-        if _timing(index[key], metric).get("noisy"):
+        if _noisy(index[key], metric):
             sides.append(label)
-        if _timing(_eager_row(index, key), metric).get("noisy"):
+        if _noisy(_eager_row(index, key), metric):
             sides.append(f"{label} eager")
     return sides
 
 
-def _status_note(row: dict) -> str:
-    message = " ".join(str(row.get("message") or "").split())  # one line
-    return f"{row['status']}: {message}" if message else row["status"]
+def _status_note(row: ResultRow) -> str:
+    message = " ".join(row.message.split())  # one line
+    return f"{row.status}: {message}" if message else row.status
 
 
-def _compare_metric(key: tuple, metric: str, base_index: dict, cur_index: dict,
+def _compare_metric(key: tuple, metric: str, base_index: Index, cur_index: Index,
                     floor: float) -> CompareRow:
     base_row, cur_row = base_index.get(key), cur_index.get(key)
-    shape = (base_row or cur_row)["shape"]
+    shape = (base_row or cur_row).shape
     base_x, cur_x = _speedup(base_row, metric), _speedup(cur_row, metric)
-    make = partial(CompareRow, key[0], str(shape.get("name", key[1])), key[2], metric, base_x, cur_x)
+    make = partial(CompareRow, key[0], shape.name, key[2], metric, base_x, cur_x)
     if base_row is None:
         return make(None, None, Verdict.NEW)
     if cur_row is None:
         return make(None, None, Verdict.MISSING)
-    base_ok, cur_ok = base_row["status"] == "ok", cur_row["status"] == "ok"
-    if not cur_ok:
-        if base_ok:
+    if not cur_row.ok:
+        if base_row.ok:
             return make(None, None, Verdict.FAILED, _status_note(cur_row))
-        was = "" if base_row["status"] == cur_row["status"] else f" (was {base_row['status']})"
+        was = "" if base_row.status == cur_row.status else f" (was {base_row.status})"
         return make(None, None, Verdict.SAME, _status_note(cur_row) + was)
-    if not base_ok:
-        return make(None, None, Verdict.NEW, f"was {base_row['status']}")
+    if not base_row.ok:
+        return make(None, None, Verdict.NEW, f"was {base_row.status}")
     threshold = max(floor, _noise(base_index, key, metric), _noise(cur_index, key, metric))
     if base_x is None or cur_x is None:
         side = "baseline" if base_x is None else "current"
@@ -184,20 +187,20 @@ def _compare_metric(key: tuple, metric: str, base_index: dict, cur_index: dict,
     if noisy:
         return make(change, threshold, Verdict.NOISY, "noisy: " + ", ".join(noisy))
     # Rows of files older than the "build" field compare as unchanged sources.
-    changed = base_row.get("build") and cur_row.get("build") and base_row["build"] != cur_row["build"]
+    changed = base_row.build and cur_row.build and base_row.build != cur_row.build
     note = "source changed" if changed else ""
     if abs(change) <= threshold:
         return make(change, threshold, Verdict.SAME, note)
     return make(change, threshold, Verdict.FASTER if change > 0 else Verdict.SLOWER, note)
 
 
-def _host_bound(row: dict) -> bool:
-    call, gpu = _timing(row, "call").get("median"), _timing(row, "gpu").get("median")
+def _host_bound(row: ResultRow) -> bool:
+    call, gpu = row.call and row.call.median, row.gpu and row.gpu.median
     return bool(call and gpu and call > HOST_BOUND_RATIO * gpu)
 
 
-def _environment_notes(baseline: dict, current: dict, force: bool) -> list[str]:
-    base_env, cur_env = baseline["env"], current["env"]
+def _environment_notes(baseline: ResultFile, current: ResultFile, force: bool) -> list[str]:
+    base_env, cur_env = baseline.env, current.env
     notes = []
     if base_env.get("gpu") != cur_env.get("gpu"):
         if not force:
@@ -207,79 +210,11 @@ def _environment_notes(baseline: dict, current: dict, force: bool) -> list[str]:
         notes.append(f"gpu {base_env.get('gpu')} -> {cur_env.get('gpu')} (compared by force)")
     notes += [f"{name} {base_env.get(name)} -> {cur_env.get(name)}"
               for name in ENV_FIELDS_NOTED if base_env.get(name) != cur_env.get(name)]
-    base_settings, cur_settings = baseline.get("settings") or {}, current.get("settings") or {}
+    base_settings, cur_settings = baseline.settings, current.settings
     notes += [f"settings.{name} {base_settings.get(name)} -> {cur_settings.get(name)}"
               for name in sorted(base_settings.keys() | cur_settings.keys())
               if base_settings.get(name) != cur_settings.get(name)]
     notes += [f"{label} run was interrupted (complete: false)"
-              for label, data in (("baseline", baseline), ("current", current))
-              if data.get("complete") is False]
+              for label, result in (("baseline", baseline), ("current", current))
+              if not result.complete]
     return notes
-
-
-# --- rendering -------------------------------------------------------------------------
-
-TABLE_HEADERS = ("variant", "shape", "dtype", "metric", "baseline ×", "current ×",
-                 "change %", "threshold %", "verdict", "note")
-TABLE_ALIGN = ("left",) * 4 + ("right",) * 4 + ("left",) * 2
-
-
-def _number(value: float | None, spec: str, scale: float = 1.0) -> str:
-    return "-" if value is None else format(value * scale, spec)
-
-
-def _cells(row: CompareRow) -> list[str]:
-    return [row.variant, row.shape_name, row.dtype, row.metric,
-            _number(row.baseline, ".2f"), _number(row.current, ".2f"),
-            _number(row.change, "+.1f", 100), _number(row.threshold, ".1f", 100),
-            str(row.verdict), row.note]
-
-
-def _by_severity(rows) -> list[CompareRow]:
-    order = list(Verdict)
-    return sorted(rows, key=lambda row: order.index(row.verdict))  # stable: file order within
-
-
-def _table(rows, tablefmt: str, escape=lambda cell: cell) -> str:
-    # disable_numparse: tabulate would otherwise reformat "+30.0" as "30".
-    cells = [[escape(cell) for cell in _cells(row)] for row in rows]
-    return tabulate(cells, headers=TABLE_HEADERS, tablefmt=tablefmt,
-                    disable_numparse=True, colalign=TABLE_ALIGN)
-
-
-def _headline(comparison: Comparison) -> str:
-    counts = ", ".join(f"{n} {verdict}" for verdict, n in comparison.counts().items()) or "no rows"
-    gate = "FAILED" if comparison.exit_code else "passed"
-    return f"gate {gate}: {counts} (threshold: max({comparison.floor:.0%}, recorded spread))"
-
-
-def render_table(comparison: Comparison, tablefmt: str = "simple") -> str:
-    """Terminal report: the table, worst rows first, then a note per line, then the headline."""
-    lines = [_table(_by_severity(comparison.rows), tablefmt)]
-    lines += [f"note: {note}" for note in comparison.notes]
-    lines.append(_headline(comparison))
-    return "\n".join(lines)
-
-
-def _markdown_cell(text: str) -> str:
-    return text.replace("|", "\\|")
-
-
-def _env_value(env: Mapping, name: str) -> str:
-    value = str(env.get(name, "-"))
-    if name == "commit":
-        value = value[:12] + (" (dirty)" if env.get("dirty") else "")
-    return _markdown_cell(value)
-
-
-def render_markdown(comparison: Comparison) -> str:
-    """Pull-request comment: headline, both environments, notes, then the table."""
-    env_rows = [[name, _env_value(comparison.baseline_env, name), _env_value(comparison.current_env, name)]
-                for name in ENV_FIELDS_SHOWN]
-    parts = [f"### Benchmark comparison: {_headline(comparison)}",
-             tabulate(env_rows, headers=("", "baseline", "current"), tablefmt="github",
-                      disable_numparse=True)]
-    if comparison.notes:
-        parts.append("\n".join(f"- {_markdown_cell(note)}" for note in comparison.notes))
-    parts.append(_table(_by_severity(comparison.rows), "github", _markdown_cell))
-    return "\n\n".join(parts) + "\n"

@@ -7,7 +7,7 @@ import shlex
 from pathlib import Path
 
 from harness.errors import HeaderError, UsageError
-from harness.problem import DTYPES
+from harness.shapes import DTYPE_NAMES
 
 HEADER_KEYS = ("summary", "dtypes", "nvcc-flags", "ldflags")
 BASELINES = ("eager", "compile", "torch-2gemm")  # rows of every table, not files
@@ -54,9 +54,9 @@ def _parse_value(key: str, value: str, where: str):
         return value
     if key == "dtypes":
         names = tuple(n.strip() for n in value.split(",") if n.strip())
-        unknown = [n for n in names if n not in DTYPES]
+        unknown = [n for n in names if n not in DTYPE_NAMES]
         if unknown or not names:
-            raise HeaderError(f"{where}: dtypes '{value}' must be a comma list of {', '.join(DTYPES)}")
+            raise HeaderError(f"{where}: dtypes '{value}' must be a comma list of {', '.join(DTYPE_NAMES)}")
         return names
     try:
         return tuple(shlex.split(value))

@@ -1,31 +1,78 @@
-"""The plain records passed between stages: what to run (Target, Task) and what came out (Row)."""
+"""The plain records passed between stages: what to run (Target, Task, Settings), what a check found
+(CheckResult) and what came out (Row), with the one set of statuses a row can end with. No torch here."""
 from __future__ import annotations
 
 import dataclasses
+from enum import StrEnum
 
-from harness.check import ErrorStats
-from harness.problem import Shape
-from harness.stats import Summary
+from harness.shapes import Shape
+from harness.stats import StoppingRule, Summary
 
-# Statuses a row can end with. `ok`, `unsupported` and `not-run` are not failures.
-OK = "ok"
-UNSUPPORTED = "unsupported"     # the variant's header does not list this dtype
-NOT_RUN = "not-run"             # no CUDA device, or the run was interrupted first
-BUILD_FAILED = "build-failed"   # compile, link or import error (no forward, wrong signature)
-BAD_HEADER = "bad-header"       # malformed `// key: value` header
-REJECTED = "rejected"           # the variant raised an error for these inputs (e.g. a TORCH_CHECK limit)
-CRASHED = "crashed"             # a CUDA fault or the worker process died
-TIMED_OUT = "timed-out"         # the worker did not answer within the row timeout
-NOT_FAILURES = frozenset({OK, UNSUPPORTED, NOT_RUN})
 
-KERNEL, BASELINE, FLOOR = "kernel", "baseline", "floor"
+class Status(StrEnum):
+    """How a row ended. `ok`, `unsupported` and `not-run` are not failures."""
+    OK = "ok"
+    UNSUPPORTED = "unsupported"     # the variant's header does not list this dtype
+    NOT_RUN = "not-run"             # no CUDA device, or the run was interrupted first
+    # decided by the check, by behaviour (harness/check.py says how)
+    WRONG = "wrong"                 # outside tolerance, or a constant output
+    NAN = "nan"                     # NaN or Inf that the variant computed
+    UNWRITTEN = "unwritten"         # output elements never written
+    BAD_OUTPUT = "bad-output"       # not a tensor, or wrong shape, dtype, device, layout
+    WROTE_INPUT = "wrote-input"     # an input changed during the call
+    STALE_OUTPUT = "stale-output"   # right for earlier inputs, not these (a cached output)
+    OTHER_STREAM = "other-stream"   # the work is not on the caller's current stream
+    # decided by the runner, the worker or the build
+    REJECTED = "rejected"           # the variant raised an error for these inputs (e.g. a TORCH_CHECK limit)
+    CRASHED = "crashed"             # a CUDA fault or the worker process died
+    TIMED_OUT = "timed-out"         # the worker did not answer within the row timeout
+    BUILD_FAILED = "build-failed"   # compile, link or import error (no forward, wrong signature)
+    BAD_HEADER = "bad-header"       # malformed `// key: value` header
+
+    @property
+    def failed(self) -> bool:
+        return self not in NOT_FAILURES
+
+
+NOT_FAILURES = frozenset({Status.OK, Status.UNSUPPORTED, Status.NOT_RUN})
+
+
+class Kind(StrEnum):
+    KERNEL = "kernel"       # a kernels/*.cu variant
+    BASELINE = "baseline"   # a torch row every table has (eager, torch.compile, ...)
+    FLOOR = "floor"         # the empty-kernel launch
+
+
+class CacheMode(StrEnum):
+    """What the L2 holds when a GPU-time sample starts (see timing.L2Flush)."""
+    COLD_READ = "cold-read"    # flushed by reading a buffer twice its size (default: no dirty lines left)
+    COLD_WRITE = "cold-write"  # flushed by writing it, as triton's do_bench does
+    HOT = "hot"                # kept: calls back to back
+
+    @property
+    def flush(self) -> str | None:
+        return {CacheMode.COLD_READ: "read", CacheMode.COLD_WRITE: "write"}.get(self)
+
+
+@dataclasses.dataclass(frozen=True)
+class Settings:
+    trials: int = 3
+    seed: int = 0
+    cache: CacheMode = CacheMode.COLD_READ
+    rounds: int = 2
+    time: bool = True             # False: check only (the GPU tests)
+    input_sets: int = 4
+    rule: StoppingRule = StoppingRule()
+    call_rule: StoppingRule = StoppingRule(noise_target=0.01, min_samples=20)
+    timing_so: str = ""           # the blocking-kernel extension
+    timing_module: str = ""
 
 
 @dataclasses.dataclass(frozen=True)
 class Target:
     """Something to run: a built kernel variant, a torch baseline, or the empty-kernel floor."""
     name: str
-    kind: str
+    kind: Kind
     dtypes: tuple[str, ...]
     so_path: str = ""
     module_name: str = ""
@@ -35,6 +82,23 @@ class Target:
 class Task:
     shape: Shape
     dtype: str
+
+
+@dataclasses.dataclass(frozen=True)
+class ErrorStats:
+    max_abs: float
+    rel: float
+    max_scaled: float  # max |out - ref| / rms(ref)
+
+    def within(self, tol) -> bool:
+        return self.rel <= tol.rel and self.max_scaled <= tol.elem
+
+
+@dataclasses.dataclass(frozen=True)
+class CheckResult:
+    status: Status
+    message: str = ""
+    error: ErrorStats | None = None
 
 
 @dataclasses.dataclass(frozen=True)
@@ -59,10 +123,10 @@ class Timing:
 @dataclasses.dataclass(frozen=True)
 class Row:
     variant: str
-    kind: str
+    kind: Kind
     shape: Shape
     dtype: str
-    status: str
+    status: Status
     message: str = ""
     error: ErrorStats | None = None
     gpu: Timing | None = None
@@ -72,7 +136,7 @@ class Row:
 
     @property
     def failed(self) -> bool:
-        return self.status not in NOT_FAILURES
+        return Status(self.status).failed
 
     def key(self) -> tuple:
         return (self.shape, self.dtype, self.variant)

@@ -1,13 +1,13 @@
-"""Report: rows -> the result file's dict, a table and markdown. Reporting never measures."""
+"""Report: rows -> the result file's dict (speedups, roofline, flags). Reporting never measures;
+rendering the dict as a table is harness/render.py's."""
 from __future__ import annotations
 
 import dataclasses
 import math
 
 import numpy as np
-from tabulate import tabulate
 
-from harness.records import FLOOR, OK, Row, Timing
+from harness.records import CacheMode, Kind, Row, Status, Timing
 from harness.resultfile import SCHEMA
 from harness.roofline import SUSPECT_BELOW, Ceilings, roofline
 
@@ -45,28 +45,28 @@ def _speedups(row: Row, by_key: dict) -> dict:
     out = {}
     for ref_name in ("eager", "compile"):
         ref = by_key.get((row.shape, row.dtype, ref_name))
-        ok = ref is not None and ref.status == OK and row.status == OK
+        ok = ref is not None and ref.status == Status.OK and row.status == Status.OK
         out[f"vs_{ref_name}"] = {"gpu": _round(_ratio(ref.gpu, row.gpu), 3) if ok else None,
                                  "call": _round(_ratio(ref.call, row.call), 3) if ok else None}
     return out
 
 
-def flags(row: Row, roof, cache: str) -> list[str]:
+def flags(row: Row, roof, cache: CacheMode) -> list[str]:
     out = []
     if any(t is not None and t.summary.noisy for t in (row.gpu, row.call)):
         out.append(NOISE_FLAG)
     if row.clocks is not None and row.clocks.throttled:
         out.append(THROTTLE_FLAG)
-    if cache == "cold" and roof.x_floor is not None and roof.x_floor < SUSPECT_BELOW:
+    if cache != CacheMode.HOT and roof.x_floor is not None and roof.x_floor < SUSPECT_BELOW:
         out.append(FLOOR_FLAG)
     if row.gpu is not None and not row.gpu.method.startswith("blocked"):
         out.append(UNBLOCKED_FLAG)
     return out
 
 
-def row_dict(row: Row, by_key: dict, ceilings: Ceilings | None, cache: str, build: str | None = None) -> dict:
+def row_dict(row: Row, by_key: dict, ceilings: Ceilings | None, cache: CacheMode, build: str | None = None) -> dict:
     # The floor row launches an empty kernel: the operation's bytes and FLOPs say nothing about it.
-    timed = row.gpu.summary.median if row.gpu and row.kind != FLOOR else None
+    timed = row.gpu.summary.median if row.gpu and row.kind != Kind.FLOOR else None
     roof = roofline(row.shape, row.dtype, timed, ceilings)
     return {
         "variant": row.variant, "kind": row.kind,
@@ -92,7 +92,8 @@ def result_dict(rows: list[Row], env: dict, settings: dict, ceilings: Ceilings |
     builds = builds or {}
     return {"schema": SCHEMA, "complete": complete, "env": env, "settings": settings,
             "ceilings": dataclasses.asdict(ceilings) if ceilings else None,
-            "rows": [row_dict(r, by_key, ceilings, settings.get("cache", "cold"), builds.get(r.variant))
+            "rows": [row_dict(r, by_key, ceilings, CacheMode(settings.get("cache", CacheMode.COLD_READ)),
+                              builds.get(r.variant))
                      for r in ordered]}
 
 
@@ -103,50 +104,3 @@ _BASELINE_ORDER = {"eager": 0, "compile": 1, "torch-2gemm": 2}
 def _order(row: Row):
     return (row.shape.tokens * row.shape.d, row.shape.label(), row.dtype, _KIND_ORDER.get(row.kind, 3),
             _BASELINE_ORDER.get(row.variant, 9), row.variant)
-
-
-# ---- rendering: from the result dict only, so a saved file renders the same as a live run ----
-
-COLUMNS = ("shape", "dtype", "variant", "status", "max abs err", "rel err", "GPU µs", "IQR", "call µs",
-           "×eager GPU", "×eager call", "×compile GPU", "×compile call", "GB/s", "TFLOP/s", "×floor", "flags")
-
-
-def _fmt(x, spec: str = ".3g") -> str:
-    return "" if x is None else (x if isinstance(x, str) else format(x, spec))
-
-
-def table_rows(result: dict) -> list[list[str]]:
-    out = []
-    for r in result["rows"]:
-        gpu, call, sp, roof = r["gpu_us"] or {}, r["call_us"] or {}, r["speedup"], r["roofline"]
-        status = r["status"] if r["status"] == OK or not r["message"] else f"{r['status']}: {r['message']}"
-        out.append([r["shape"]["name"] if r["shape"]["name"] != "custom" else shape_label(r["shape"]),
-                    r["dtype"], r["variant"], _clip(status), _fmt(r["error"]["max_abs"], ".2e"),
-                    _fmt(r["error"]["rel"], ".2e"), _fmt(gpu.get("median"), ".4g"), _fmt(gpu.get("iqr"), ".2g"),
-                    _fmt(call.get("median"), ".4g"), _fmt(sp["vs_eager"]["gpu"], ".2f"),
-                    _fmt(sp["vs_eager"]["call"], ".2f"), _fmt(sp["vs_compile"]["gpu"], ".2f"),
-                    _fmt(sp["vs_compile"]["call"], ".2f"), _fmt(roof["gbps"], ".4g"), _fmt(roof["tflops"], ".3g"),
-                    _fmt(roof["x_floor"], ".3g"), ",".join(r["flags"])])
-    return out
-
-
-def shape_label(shape: dict) -> str:
-    return "b{b} s{s} d{d} r{rank} h{heads}x{head_dim}".format(**shape)
-
-
-def _clip(text: str, width: int = 70) -> str:
-    text = " ".join(text.split())
-    return text if len(text) <= width else text[: width - 1] + "…"
-
-
-def render_table(result: dict, fmt: str = "simple") -> str:
-    return tabulate(table_rows(result), headers=COLUMNS, tablefmt=fmt, disable_numparse=True)
-
-
-def render_markdown(result: dict) -> str:
-    env = result["env"]
-    head = (f"GPU {env.get('gpu') or 'none'}, driver {env.get('driver')}, CUDA {env.get('cuda')}, "
-            f"torch {env.get('torch')}, commit {(env.get('commit') or '?')[:10]}"
-            f"{' (dirty)' if env.get('dirty') else ''}, {env.get('date')}; "
-            f"cache {result['settings'].get('cache')}, {result['settings'].get('rounds')} round(s)")
-    return head + "\n\n" + render_table(result, "github") + "\n"

@@ -2,15 +2,21 @@
 
 Reading validates just enough for the compare gate to trust the file: every error is
 a ResultFileError with one line that names the file and what is wrong with it.
+`load_result` / `parse_result` turn a file into typed rows (ResultFile, ResultRow) for the readers
+(compare, plot, the renderers); older schemas read with defaults for what they lack. No torch here.
 """
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import tempfile
+from collections.abc import Mapping
 from pathlib import Path
 
 from harness.errors import ResultFileError
+from harness.records import Status
+from harness.shapes import Shape
 
 SCHEMA = 1
 REQUIRED_ROW_KEYS = ("variant", "shape", "dtype", "status")
@@ -90,3 +96,132 @@ def _validate_row(path: Path, index: int, row) -> None:
         raise ResultFileError(f"{path}: row {index} has no {', '.join(repr(k) for k in missing)}")
     if not isinstance(row["shape"], dict):  # rows are matched on the shape's fields
         raise ResultFileError(f"{path}: row {index} has a 'shape' that is not an object")
+
+
+# ---- typed rows ---------------------------------------------------------------------------------
+
+@dataclasses.dataclass(frozen=True)
+class TimingStats:
+    """One timing entry of a row (`gpu_us`, `call_us`): statistics over its samples, in microseconds."""
+    median: float | None
+    iqr: float | None = None
+    n: int = 0
+    rel_se: float | None = None
+    noisy: bool = False
+    rounds: tuple[float, ...] = ()
+    spread: float = 0.0
+    method: str = ""
+    percentiles: Mapping[str, float | None] = dataclasses.field(default_factory=dict)
+
+
+@dataclasses.dataclass(frozen=True)
+class Speedup:
+    """A reference row's median over this row's, same shape and dtype, same run."""
+    gpu: float | None = None
+    call: float | None = None
+
+
+@dataclasses.dataclass(frozen=True)
+class ResultRow:
+    variant: str
+    kind: str
+    shape: Shape
+    dtype: str
+    status: str
+    message: str = ""
+    build: str | None = None            # <name>_<hash>: which code produced the row (None before it existed)
+    max_abs_error: float | None = None
+    rel_error: float | None = None
+    gpu: TimingStats | None = None
+    call: TimingStats | None = None
+    speedups: Mapping[str, Speedup] = dataclasses.field(default_factory=dict)  # "eager" -> Speedup
+    gbps: float | None = None
+    tflops: float | None = None
+    x_floor: float | None = None
+    compile_s: float | None = None
+    flags: tuple[str, ...] = ()
+
+    @property
+    def ok(self) -> bool:
+        return self.status == Status.OK
+
+    def speedup(self, reference: str) -> Speedup:
+        return self.speedups.get(reference) or Speedup()
+
+    def key(self) -> tuple:
+        """Rows match across files on the whole shape, not its name: a resized shape is another row."""
+        return (self.variant, self.shape, self.dtype)
+
+
+@dataclasses.dataclass(frozen=True)
+class ResultFile:
+    schema: int
+    complete: bool
+    env: Mapping
+    settings: Mapping
+    rows: tuple[ResultRow, ...]
+    source: str = ""
+
+
+def load_result(path) -> ResultFile:
+    """Read, validate and type a result file; every error is one line naming the file."""
+    return parse_result(read_result_file(path), str(path))
+
+
+def parse_result(data: dict, source: str = "result") -> ResultFile:
+    """Typed rows from a result dict (as written by report.result_dict or read by read_result_file)."""
+    _validate(Path(source), data)
+    rows = []
+    for index, row in enumerate(data["rows"]):
+        try:
+            rows.append(_parse_row(row))
+        except (TypeError, ValueError, KeyError, AttributeError) as exc:
+            raise ResultFileError(f"{source}: row {index} is malformed ({type(exc).__name__}: {exc})") from None
+    return ResultFile(schema=data["schema"], complete=data.get("complete") is not False, env=data["env"],
+                      settings=_settings(data.get("settings") or {}), rows=tuple(rows), source=source)
+
+
+def _settings(settings: Mapping) -> dict:
+    """Schema 1 wrote the cache mode as `cache: cold|hot` plus `flush: read|write`; now one `cache` value."""
+    out = dict(settings)
+    if out.get("cache") == "cold" and "flush" in out:
+        out["cache"] = f"cold-{out.pop('flush')}"
+    elif out.get("cache") == "hot":
+        out.pop("flush", None)
+    return out
+
+
+def _number(value) -> float | None:
+    """Numbers are floats; a non-finite one was written as a string ("inf")."""
+    if value is None or isinstance(value, bool):
+        return None
+    return float(value)
+
+
+def _timing(entry) -> TimingStats | None:
+    if not entry:
+        return None
+    return TimingStats(median=_number(entry.get("median")), iqr=_number(entry.get("iqr")), n=int(entry.get("n") or 0),
+                       rel_se=_number(entry.get("rel_se")), noisy=bool(entry.get("noisy")),
+                       rounds=tuple(_number(x) for x in entry.get("rounds") or ()),
+                       spread=_number(entry.get("spread")) or 0.0, method=str(entry.get("method") or ""),
+                       percentiles={k: _number(v) for k, v in (entry.get("percentiles") or {}).items()})
+
+
+def _speedups(entry) -> dict[str, Speedup]:
+    out = {}
+    for name, value in (entry or {}).items():  # "vs_eager": {"gpu": .., "call": ..}
+        value = value or {}
+        out[name.removeprefix("vs_")] = Speedup(gpu=_number(value.get("gpu")), call=_number(value.get("call")))
+    return out
+
+
+def _parse_row(row: dict) -> ResultRow:
+    error, roof = row.get("error") or {}, row.get("roofline") or {}
+    return ResultRow(
+        variant=str(row["variant"]), kind=str(row.get("kind") or ""), shape=Shape(**row["shape"]),
+        dtype=str(row["dtype"]), status=str(row["status"]), message=str(row.get("message") or ""),
+        build=row.get("build"), max_abs_error=_number(error.get("max_abs")), rel_error=_number(error.get("rel")),
+        gpu=_timing(row.get("gpu_us")), call=_timing(row.get("call_us")), speedups=_speedups(row.get("speedup")),
+        gbps=_number(roof.get("gbps")), tflops=_number(roof.get("tflops")), x_floor=_number(roof.get("x_floor")),
+        compile_s=_number(row.get("compile_s")), flags=tuple(str(f) for f in row.get("flags") or ()))

@@ -16,10 +16,9 @@ from pathlib import Path
 from harness import build, discover
 from harness.baselines import baseline_targets
 from harness.errors import HeaderError
-from harness.records import (BAD_HEADER, BUILD_FAILED, CRASHED, KERNEL, NOT_RUN, TIMED_OUT, UNSUPPORTED, Row,
-                             Target, Task)
+from harness.records import Kind, Row, Settings, Status, Target, Task
 from harness.roofline import Ceilings
-from harness.worker import Settings, measure_ceilings_worker, serve
+from harness.worker import measure_ceilings_worker, serve
 
 log = logging.getLogger(__name__)
 TIMING_KERNELS = Path(__file__).resolve().parent / "cuda" / "timing_kernels.cu"
@@ -58,7 +57,7 @@ def plan(paths: list[Path], tasks: list[Task], cache_root: Path = build.DEFAULT_
         try:
             specs.append(discover.load_variant(path))
         except HeaderError as exc:
-            rows += [Row(path.stem, KERNEL, t.shape, t.dtype, BAD_HEADER, str(exc)) for t in tasks]
+            rows += [Row(path.stem, Kind.KERNEL, t.shape, t.dtype, Status.BAD_HEADER, str(exc)) for t in tasks]
     sources = [timing_extension()] + [variant_extension(s) for s in specs]
     built = build.build_all(sources, cache_root, jobs)
     helper = built["timing_kernels"]
@@ -69,19 +68,19 @@ def plan(paths: list[Path], tasks: list[Task], cache_root: Path = build.DEFAULT_
         result = built[spec.name]
         if not result.ok:
             message = f"{spec.path}: {result.message} (full log: {result.log_path})"
-            rows += [Row(spec.name, KERNEL, t.shape, t.dtype, BUILD_FAILED, message) for t in tasks]
+            rows += [Row(spec.name, Kind.KERNEL, t.shape, t.dtype, Status.BUILD_FAILED, message) for t in tasks]
             continue
-        targets.append(Target(spec.name, KERNEL, spec.dtypes, result.so_path, result.module_name))
+        targets.append(Target(spec.name, Kind.KERNEL, spec.dtypes, result.so_path, result.module_name))
     return Plan(targets, rows, " ".join(build.arch_flags()))
 
 
 def unsupported_rows(target: Target, tasks: list[Task]) -> list[Row]:
-    return [Row(target.name, target.kind, t.shape, t.dtype, UNSUPPORTED,
+    return [Row(target.name, target.kind, t.shape, t.dtype, Status.UNSUPPORTED,
                 f"header dtypes: {', '.join(target.dtypes)}") for t in tasks if t.dtype not in target.dtypes]
 
 
 def not_run_rows(targets: list[Target], tasks: list[Task], why: str) -> list[Row]:
-    return [Row(t.name, t.kind, task.shape, task.dtype, NOT_RUN, why)
+    return [Row(t.name, t.kind, task.shape, task.dtype, Status.NOT_RUN, why)
             for t in targets for task in tasks if task.dtype in t.dtypes]
 
 
@@ -136,8 +135,8 @@ def run_target(target: Target, tasks: list[Task], settings: Settings, on_row: Ca
             if msg is None and (current is not None or rows_done == 0):
                 # Died or hung inside a row (or before its first): that row pays, the rest go on.
                 victim = current or pending[0]
-                status = TIMED_OUT if proc.is_alive() else CRASHED
-                why = (f"no answer within {row_timeout_s:.0f} s (hang?)" if status == TIMED_OUT
+                status = Status.TIMED_OUT if proc.is_alive() else Status.CRASHED
+                why = (f"no answer within {row_timeout_s:.0f} s (hang?)" if status == Status.TIMED_OUT
                        else f"worker process died (exit code {proc.exitcode})")
                 pending.remove(victim)
                 on_row(Row(target.name, target.kind, victim.shape, victim.dtype, status, why))

@@ -16,26 +16,12 @@ import torch
 
 from harness import baselines, check, timing
 from harness.env import ClockSampler
-from harness.problem import DTYPES, Inputs, Shape, make_inputs, reference_float64
-from harness.records import CRASHED, FLOOR, KERNEL, OK, REJECTED, Row, Target, Task, Timing
+from harness.problem import DTYPES, Inputs, make_inputs, reference_float64
+from harness.records import Kind, Row, Settings, Status, Target, Task, Timing
+from harness.shapes import Shape
 from harness.stats import StoppingRule, summarize
 
 log = logging.getLogger(__name__)
-
-
-@dataclasses.dataclass(frozen=True)
-class Settings:
-    trials: int = 3
-    seed: int = 0
-    cache: str = "cold"           # "cold": L2 flushed before each GPU-time sample; "hot": kept
-    flush: str = "read"           # how a cold sample evicts the L2 (see timing.L2Flush)
-    rounds: int = 2
-    time: bool = True             # False: check only (the GPU tests)
-    input_sets: int = 4
-    rule: StoppingRule = StoppingRule()
-    call_rule: StoppingRule = StoppingRule(noise_target=0.01, min_samples=20)
-    timing_so: str = ""           # the blocking-kernel extension
-    timing_module: str = ""
 
 
 @contextlib.contextmanager
@@ -103,23 +89,23 @@ def recheck_timed_output(rotation: Rotation, shape: Shape, dtype: str) -> check.
 
 def run_task(target: Target, task: Task, settings: Settings, gpu_kind: timing.GpuTime) -> Row:
     shape, dtype = task.shape, task.dtype
-    row = Row(target.name, target.kind, shape, dtype, OK)
+    row = Row(target.name, target.kind, shape, dtype, Status.OK)
     sets = [make_inputs(shape, DTYPES[dtype], seed=settings.seed + 1000 + i) for i in range(settings.input_sets)]
     forward, compile_s = baselines.prepare(target, shape, sets[0])
     row = dataclasses.replace(row, compile_s=compile_s)
-    if target.kind != FLOOR:
+    if target.kind != Kind.FLOOR:
         result = check.check_variant(forward, shape, dtype, settings.trials, settings.seed,
-                                     graph_check=target.kind == KERNEL)
+                                     graph_check=target.kind == Kind.KERNEL)
         row = dataclasses.replace(row, status=result.status, message=result.message, error=result.error)
-        if result.status != OK or not settings.time:
+        if result.status != Status.OK or not settings.time:
             return row
     rotation = Rotation(forward, sets)
     with ClockSampler() as sampler:
         gpu, call = time_task(rotation, gpu_kind, settings)
     row = dataclasses.replace(row, gpu=gpu, call=call, clocks=sampler.clocks())
-    if target.kind != FLOOR:
+    if target.kind != Kind.FLOOR:
         again = recheck_timed_output(rotation, shape, dtype)
-        if again.status != OK:
+        if again.status != Status.OK:
             return dataclasses.replace(row, status=again.status, gpu=None, call=None,
                                        message=f"output of a timed call: {again.message}")
     return row
@@ -133,7 +119,7 @@ def serve(target: Target, tasks: list[Task], settings: Settings, queue) -> None:
     stream = torch.cuda.Stream()  # not the legacy default stream, which would hide wrong-stream work
     queue.put(("ready", None))
     with exact_float32(), torch.cuda.stream(stream):
-        flush = timing.L2Flush(settings.flush) if settings.cache == "cold" else None
+        flush = timing.L2Flush(settings.cache.flush) if settings.cache.flush else None
         gpu_kind = timing.GpuTime(helper, flush)
         for task in tasks:
             queue.put(("start", task))
@@ -141,7 +127,7 @@ def serve(target: Target, tasks: list[Task], settings: Settings, queue) -> None:
                 row = run_task(target, task, settings, gpu_kind)
             except Exception as exc:
                 broken = context_broken()
-                status = CRASHED if broken else REJECTED
+                status = Status.CRASHED if broken else Status.REJECTED
                 message = _one_line(exc)
                 queue.put(("row", Row(target.name, target.kind, task.shape, task.dtype, status, message)))
                 if broken:  # this context is unusable: the parent restarts a worker for the rest

@@ -3,11 +3,11 @@ They speak the real protocol: ("ready"), then ("start", task) and ("row", Row) p
 import os
 import time
 
-from harness.records import OK, Row
+from harness.records import Row, Status
 
 
 def _row(target, task):
-    return Row(target.name, target.kind, task.shape, task.dtype, OK, f"pid {os.getpid()}")
+    return Row(target.name, target.kind, task.shape, task.dtype, Status.OK, f"pid {os.getpid()}")
 
 
 def well_behaved(target, tasks, settings, queue):

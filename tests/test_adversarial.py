@@ -12,11 +12,10 @@ from pathlib import Path
 
 import pytest
 
-from harness import cli, discover, runner
+from harness import cli, discover, env, runner
 from harness.errors import HeaderError
-from harness.problem import preset
-from harness.records import (BAD_HEADER, BASELINE, BUILD_FAILED, CRASHED, FLOOR, KERNEL, OK, REJECTED, TIMED_OUT,
-                             Row, Target, Task)
+from harness.records import Kind, Row, Status, Target, Task
+from harness.shapes import preset
 
 REPO = Path(__file__).resolve().parent.parent
 ADV = REPO / "tests" / "adversarial"
@@ -33,14 +32,14 @@ CASES = {
     "wrong_shape": ("bad-output", "expected shape (4, 96, 2, 4, 32), got (4, 96, 256)"),
     "wrong_dtype": ("bad-output", "expected dtype torch.float32, got torch.float64"),
     "non_contiguous": ("bad-output", "expected a contiguous output"),
-    "oob_write": (CRASHED, "CUDA error"),
-    "infinite_loop": (TIMED_OUT, f"no answer within {ROW_TIMEOUT_S} s"),
-    "rejects_shape": (REJECTED, "rank exceeds this design's limit of 32"),
-    "host_abort": (CRASHED, "worker process died"),
-    "compile_error": (BUILD_FAILED, "error"),
-    "no_forward": (BUILD_FAILED, "undefined symbol"),
-    "wrong_signature": (BUILD_FAILED, "undefined symbol"),
-    "bad_header": (BAD_HEADER, "bad_header.cu:1: unknown header key 'speed'"),
+    "oob_write": (Status.CRASHED, "CUDA error"),
+    "infinite_loop": (Status.TIMED_OUT, f"no answer within {ROW_TIMEOUT_S} s"),
+    "rejects_shape": (Status.REJECTED, "rank exceeds this design's limit of 32"),
+    "host_abort": (Status.CRASHED, "worker process died"),
+    "compile_error": (Status.BUILD_FAILED, "error"),
+    "no_forward": (Status.BUILD_FAILED, "undefined symbol"),
+    "wrong_signature": (Status.BUILD_FAILED, "undefined symbol"),
+    "bad_header": (Status.BAD_HEADER, "bad_header.cu:1: unknown header key 'speed'"),
 }
 CORRECT = "correct_neighbour"
 BASELINE_ROWS = ("empty-kernel", "eager", "compile", "torch-2gemm")
@@ -84,7 +83,7 @@ def test_failing_variant_gets_one_row_per_task_with_its_status(failing_plan, nam
     assert sorted((r.shape.name, r.dtype) for r in mine) == sorted((t.shape.name, t.dtype) for t in tasks)
     status, fragment = CASES[name]
     for row in mine:
-        assert row.kind == KERNEL and row.status == status, row
+        assert row.kind == Kind.KERNEL and row.status == status, row
         assert fragment in row.message, row.message
         assert row.gpu is None and row.call is None
     assert name not in {t.name for t in plan.targets}, "a variant that failed must not be run"
@@ -123,15 +122,16 @@ def test_interrupted_run_keeps_finished_rows_marked_incomplete(tmp_path, monkeyp
     import torch
 
     seed = preset("seed")
-    finished = [Row("eager", BASELINE, seed, "float32", OK),
-                Row("host_abort", KERNEL, seed, "float32", CRASHED, "worker process died (exit code -6)")]
+    finished = [Row("eager", Kind.BASELINE, seed, "float32", Status.OK),
+                Row("host_abort", Kind.KERNEL, seed, "float32", Status.CRASHED, "worker process died (exit code -6)")]
     out = tmp_path / "partial.json"
     seen_on_disk = []
 
     def fake_plan(paths, tasks, jobs=None):
         assert {p.stem for p in paths} == set(CASES) | {CORRECT}
-        floor = Target("empty-kernel", FLOOR, ("float32",), "/nonexistent/timing.so", "timing_kernels_x")
-        return runner.Plan([floor], [Row("bad_header", KERNEL, seed, "float32", BAD_HEADER, "x.cu:1: unknown")])
+        floor = Target("empty-kernel", Kind.FLOOR, ("float32",), "/nonexistent/timing.so", "timing_kernels_x")
+        return runner.Plan([floor], [Row("bad_header", Kind.KERNEL, seed, "float32", Status.BAD_HEADER,
+                                         "x.cu:1: unknown")])
 
     def fake_run(plan_, tasks, settings, on_row, row_timeout_s):
         assert row_timeout_s == 7
@@ -141,10 +141,10 @@ def test_interrupted_run_keeps_finished_rows_marked_incomplete(tmp_path, monkeyp
         raise KeyboardInterrupt
 
     monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
-    monkeypatch.setattr(cli.env, "describe", lambda: {"gpu": "NVIDIA H200", "gpu_key": "h200"})
-    monkeypatch.setattr(cli.runner, "plan", fake_plan)
-    monkeypatch.setattr(cli.runner, "measure_ceilings", lambda dtypes, *a, **k: None)
-    monkeypatch.setattr(cli.runner, "run", fake_run)
+    monkeypatch.setattr(env, "describe", lambda: {"gpu": "NVIDIA H200", "gpu_key": "h200"})
+    monkeypatch.setattr(runner, "plan", fake_plan)
+    monkeypatch.setattr(runner, "measure_ceilings", lambda dtypes, *a, **k: None)
+    monkeypatch.setattr(runner, "run", fake_run)
     code = cli.main(["--kernels", str(ADV), "--json", str(out), "--timeout", "7"])
     assert code == cli.EXIT_INTERRUPTED
     assert "interrupted: 3 finished row(s) kept" in capsys.readouterr().err
@@ -154,7 +154,7 @@ def test_interrupted_run_keeps_finished_rows_marked_incomplete(tmp_path, monkeyp
     final = json.loads(out.read_text())
     assert final["complete"] is False
     assert {(r["variant"], r["status"]) for r in final["rows"]} == {
-        ("bad_header", BAD_HEADER), ("eager", OK), ("host_abort", CRASHED)}
+        ("bad_header", Status.BAD_HEADER), ("eager", Status.OK), ("host_abort", Status.CRASHED)}
 
 
 # ---- GPU: the whole folder through the real command line, once ----
@@ -205,7 +205,7 @@ def test_adversarial_variant_gets_its_status(adversarial_run, name, status, frag
 @pytest.mark.gpu
 def test_correct_neighbour_keeps_its_result(adversarial_run):
     row = _rows(adversarial_run)[CORRECT]
-    assert row["status"] == OK, row["message"]
+    assert row["status"] == Status.OK, row["message"]
     assert row["gpu_us"]["median"] > 0 and row["call_us"]["median"] > 0
     assert row["error"]["rel"] is not None and row["error"]["rel"] <= 2e-5
 
@@ -214,5 +214,5 @@ def test_correct_neighbour_keeps_its_result(adversarial_run):
 @pytest.mark.parametrize("name", BASELINE_ROWS)
 def test_baseline_rows_are_ok(adversarial_run, name):
     row = _rows(adversarial_run)[name]
-    assert row["status"] == OK, row["message"]
+    assert row["status"] == Status.OK, row["message"]
     assert row["gpu_us"]["median"] > 0 and row["call_us"]["median"] > 0

@@ -4,7 +4,9 @@ import pytest
 import torch
 
 from harness import check
-from harness.problem import SEED, make_inputs, reference_float64
+from harness.problem import make_inputs, reference_float64
+from harness.records import Status
+from harness.shapes import SEED
 
 
 @pytest.fixture(scope="module")
@@ -13,25 +15,25 @@ def ref():
 
 
 def test_exact_passes(ref):
-    assert check.judge_values(ref.float(), ref, "float32").status == check.OK
+    assert check.judge_values(ref.float(), ref, "float32").status == Status.OK
 
 
 def test_zeros_fail(ref):
     result = check.judge_values(torch.zeros_like(ref).float(), ref, "float32")
-    assert result.status == check.WRONG
+    assert result.status == Status.WRONG
 
 
 def test_constant_fails(ref):
     result = check.judge_values(torch.full_like(ref, 0.5).float(), ref, "float32")
-    assert result.status == check.WRONG and "constant" in result.message
+    assert result.status == Status.WRONG and "constant" in result.message
 
 
 def test_small_perturbation_passes_and_large_fails(ref):
     rms = ref.pow(2).mean().sqrt()
     noise = torch.randn(ref.shape, generator=torch.Generator().manual_seed(0), dtype=torch.float64)
-    assert check.judge_values((ref + 1e-6 * rms * noise).float(), ref, "float32").status == check.OK
-    assert check.judge_values((ref + 1e-3 * rms * noise).float(), ref, "float32").status == check.WRONG
-    assert check.judge_values((ref + 1e-3 * rms * noise).bfloat16(), ref, "bfloat16").status == check.OK
+    assert check.judge_values((ref + 1e-6 * rms * noise).float(), ref, "float32").status == Status.OK
+    assert check.judge_values((ref + 1e-3 * rms * noise).float(), ref, "float32").status == Status.WRONG
+    assert check.judge_values((ref + 1e-3 * rms * noise).bfloat16(), ref, "bfloat16").status == Status.OK
 
 
 def test_tf32_like_error_fails_float32(ref):
@@ -42,13 +44,13 @@ def test_tf32_like_error_fails_float32(ref):
         return bits.view(torch.float32)
     tf = reference_float64(SEED, type(inputs)(*(tf32(t) for t in inputs.tensors())))
     result = check.judge_values(tf.float(), ref, "float32")
-    assert result.status == check.WRONG and result.error.rel > 1e-4
+    assert result.status == Status.WRONG and result.error.rel > 1e-4
 
 
 def test_one_wrong_element_fails(ref):
     out = ref.float().clone()
     out.view(-1)[1234] += 0.01 * ref.abs().max()
-    assert check.judge_values(out, ref, "float32").status == check.WRONG
+    assert check.judge_values(out, ref, "float32").status == Status.WRONG
 
 
 def test_nan_and_inf_fail(ref):
@@ -56,7 +58,7 @@ def test_nan_and_inf_fail(ref):
         out = ref.float().clone()
         out.view(-1)[7] = bad
         result = check.judge_values(out, ref, "float32")
-        assert result.status == check.NAN and "1 of" in result.message
+        assert result.status == Status.NAN and "1 of" in result.message
 
 
 def test_layout():
@@ -71,4 +73,4 @@ def test_layout():
     ]
     for out, message in cases:
         result = check.judge_layout(out, SEED, "float32", dev)
-        assert result.status == check.BAD_OUTPUT and message in result.message
+        assert result.status == Status.BAD_OUTPUT and message in result.message

@@ -8,10 +8,10 @@ from pathlib import Path
 
 import pytest
 
-from harness.compare import (DEFAULT_FLOOR, NOT_COMPARED, Verdict, compare_files, compare_results,
-                             render_markdown, render_table)
+from harness.compare import DEFAULT_FLOOR, NOT_COMPARED, Verdict, compare_files, compare_results
 from harness.errors import CompareRefused
-from harness.resultfile import read_result_file, write_result_file
+from harness.render import comparison_markdown as render_markdown, comparison_table as render_table
+from harness.resultfile import parse_result, read_result_file, write_result_file
 
 DATA_DIR = Path(__file__).parent / "data"
 BASE_RESULT_FILE = DATA_DIR / "h200_run1.json"  # a real H200 run
@@ -21,6 +21,11 @@ REAL_RUNS = (DATA_DIR / "h200_run1.json", DATA_DIR / "h200_run2.json")
 @pytest.fixture
 def base_result() -> dict:
     return read_result_file(BASE_RESULT_FILE)
+
+
+def compare(baseline: dict, current: dict, **kw):
+    """The gate on two result dicts (doctored copies of a real file), read as compare reads files."""
+    return compare_results(parse_result(baseline), parse_result(current), **kw)
 
 
 # --- doctoring helpers -----------------------------------------------------------------
@@ -92,11 +97,11 @@ def without_noisy_flags(result):
 # --- verdicts --------------------------------------------------------------------------
 
 def test_unchanged_run_passes_all_same(base_result):
-    comparison = compare_results(base_result, copy.deepcopy(base_result))
+    comparison = compare(base_result, copy.deepcopy(base_result))
     assert comparison.exit_code == 0
     assert {r.verdict for r in comparison.rows} <= {Verdict.SAME, Verdict.NOISY}
     quiet = without_noisy_flags(base_result)
-    rows = compare_results(quiet, copy.deepcopy(quiet)).rows
+    rows = compare(quiet, copy.deepcopy(quiet)).rows
     compared = [r for r in base_result["rows"] if r["variant"] not in NOT_COMPARED]
     assert len(rows) == 2 * len(compared)
     assert {r.verdict for r in rows if r.metric == "gpu"} == {Verdict.SAME}
@@ -107,14 +112,14 @@ def test_unchanged_run_passes_all_same(base_result):
 
 
 def test_eager_and_floor_rows_are_not_compared(base_result):
-    variants = {r.variant for r in compare_results(base_result, base_result).rows}
+    variants = {r.variant for r in compare(base_result, base_result).rows}
     assert not variants & NOT_COMPARED
     assert {"compile", "torch-2gemm"} <= variants
 
 
 def test_slower_row_fails_the_gate(base_result):
     row = pick_row(base_result)
-    comparison = compare_results(base_result, scale_gpu_time(base_result, row, 1.30))
+    comparison = compare(base_result, scale_gpu_time(base_result, row, 1.30))
     gpu = verdicts_of(comparison, row)["gpu"]
     assert gpu.verdict == Verdict.SLOWER
     assert gpu.change == pytest.approx(1 / 1.30 - 1, rel=1e-2)  # speedups are stored to 3 digits
@@ -125,7 +130,7 @@ def test_slower_row_fails_the_gate(base_result):
 
 def test_faster_row_passes(base_result):
     row = pick_row(base_result)
-    comparison = compare_results(base_result, scale_gpu_time(base_result, row, 1 / 1.30))
+    comparison = compare(base_result, scale_gpu_time(base_result, row, 1 / 1.30))
     gpu = verdicts_of(comparison, row)["gpu"]
     assert gpu.verdict == Verdict.FASTER
     assert gpu.change == pytest.approx(0.30, rel=1e-2)
@@ -134,9 +139,9 @@ def test_faster_row_passes(base_result):
 
 def test_threshold_is_floor_or_recorded_spread(base_result):
     row = pick_row(base_result)
-    gpu = verdicts_of(compare_results(base_result, base_result), row)["gpu"]
+    gpu = verdicts_of(compare(base_result, base_result), row)["gpu"]
     assert gpu.threshold == pytest.approx(max(DEFAULT_FLOOR, gpu_noise(base_result, row)))
-    wide = verdicts_of(compare_results(base_result, base_result, floor=0.5), row)["gpu"]
+    wide = verdicts_of(compare(base_result, base_result, floor=0.5), row)["gpu"]
     assert wide.threshold == 0.5
 
 
@@ -144,7 +149,7 @@ def test_change_within_recorded_spread_is_same(base_result):
     row = pick_row(base_result)
     current = scale_gpu_time(base_result, row, 1.20)
     find(current, row)["gpu_us"]["spread"] = 0.5  # that row's rounds disagreed by 50 %
-    gpu = verdicts_of(compare_results(base_result, current), row)["gpu"]
+    gpu = verdicts_of(compare(base_result, current), row)["gpu"]
     assert gpu.change < -DEFAULT_FLOOR
     assert gpu.threshold >= 0.5
     assert gpu.verdict == Verdict.SAME
@@ -152,7 +157,7 @@ def test_change_within_recorded_spread_is_same(base_result):
 
 def test_larger_floor_accepts_a_slower_row(base_result):
     row = pick_row(base_result)
-    comparison = compare_results(base_result, scale_gpu_time(base_result, row, 1.30), floor=0.5)
+    comparison = compare(base_result, scale_gpu_time(base_result, row, 1.30), floor=0.5)
     assert verdicts_of(comparison, row)["gpu"].verdict == Verdict.SAME
     assert comparison.exit_code == 0
 
@@ -161,10 +166,10 @@ def test_missing_and_new_rows(base_result):
     row = pick_row(base_result)
     without_row = copy.deepcopy(base_result)
     without_row["rows"] = [r for r in without_row["rows"] if not same_key(r, row)]
-    missing = compare_results(base_result, without_row)
+    missing = compare(base_result, without_row)
     assert {r.verdict for r in verdicts_of(missing, row).values()} == {Verdict.MISSING}
     assert missing.exit_code == 0
-    new = compare_results(without_row, base_result)
+    new = compare(without_row, base_result)
     assert {r.verdict for r in verdicts_of(new, row).values()} == {Verdict.NEW}
     assert new.exit_code == 0
 
@@ -174,7 +179,7 @@ def test_row_that_now_crashes_is_failed(base_result):
     current = copy.deepcopy(base_result)
     find(current, row).update(status="crashed", message="CUDA error: an illegal memory access",
                               gpu_us=None, call_us=None, speedup=None, error=None)
-    comparison = compare_results(base_result, current)
+    comparison = compare(base_result, current)
     rows = verdicts_of(comparison, row).values()
     assert {r.verdict for r in rows} == {Verdict.FAILED}
     assert all("crashed" in r.note for r in rows)
@@ -185,12 +190,12 @@ def test_row_not_ok_in_both_files_is_same_with_its_status(base_result):
     row = pick_row(base_result)
     unsupported = copy.deepcopy(base_result)
     find(unsupported, row).update(status="unsupported", gpu_us=None, call_us=None, speedup=None)
-    comparison = compare_results(unsupported, copy.deepcopy(unsupported))
+    comparison = compare(unsupported, copy.deepcopy(unsupported))
     rows = verdicts_of(comparison, row).values()
     assert {r.verdict for r in rows} == {Verdict.SAME}
     assert all("unsupported" in r.note for r in rows)
     assert comparison.exit_code == 0
-    now_ok = verdicts_of(compare_results(unsupported, base_result), row).values()
+    now_ok = verdicts_of(compare(unsupported, base_result), row).values()
     assert {r.verdict for r in now_ok} == {Verdict.NEW}
 
 
@@ -198,7 +203,7 @@ def test_noisy_row_is_noisy(base_result):
     row = pick_row(base_result)
     current = copy.deepcopy(base_result)
     find(current, row)["gpu_us"]["noisy"] = True
-    comparison = compare_results(base_result, current)
+    comparison = compare(base_result, current)
     verdicts = verdicts_of(comparison, row)
     assert verdicts["gpu"].verdict == Verdict.NOISY
     assert "current" in verdicts["gpu"].note
@@ -210,14 +215,14 @@ def test_noisy_eager_row_makes_its_speedups_noisy(base_result):
     row = pick_row(base_result)
     current = copy.deepcopy(base_result)
     eager_of(current, row)["call_us"]["noisy"] = True
-    assert verdicts_of(compare_results(base_result, current), row)["call"].verdict == Verdict.NOISY
+    assert verdicts_of(compare(base_result, current), row)["call"].verdict == Verdict.NOISY
 
 
 def test_missing_speedup_of_an_ok_row_is_noisy(base_result):
     row = pick_row(base_result)
     current = copy.deepcopy(base_result)
     find(current, row)["speedup"]["vs_eager"]["gpu"] = None
-    comparison = compare_results(base_result, current)
+    comparison = compare(base_result, current)
     assert verdicts_of(comparison, row)["gpu"].verdict == Verdict.NOISY
     assert comparison.exit_code == 0
 
@@ -228,11 +233,11 @@ def test_different_gpu_is_refused_unless_forced(base_result):
     current = copy.deepcopy(base_result)
     current["env"]["gpu"] = "NVIDIA H100 80GB HBM3"
     with pytest.raises(CompareRefused) as refused:
-        compare_results(base_result, current)
+        compare(base_result, current)
     message = str(refused.value)
     assert base_result["env"]["gpu"] in message and "NVIDIA H100 80GB HBM3" in message
     assert "\n" not in message
-    forced = compare_results(base_result, current, force=True)
+    forced = compare(base_result, current, force=True)
     assert forced.exit_code == 0
     assert any("NVIDIA H100 80GB HBM3" in note for note in forced.notes)
 
@@ -240,7 +245,7 @@ def test_different_gpu_is_refused_unless_forced(base_result):
 def test_version_changes_are_noted_not_refused(base_result):
     current = copy.deepcopy(base_result)
     current["env"].update(driver="590.10.01", torch="2.12.0+cu130")
-    notes = compare_results(base_result, current).notes
+    notes = compare(base_result, current).notes
     assert f"driver {base_result['env']['driver']} -> 590.10.01" in notes
     assert f"torch {base_result['env']['torch']} -> 2.12.0+cu130" in notes
     assert not any(note.startswith("cuda") for note in notes)
@@ -249,7 +254,7 @@ def test_version_changes_are_noted_not_refused(base_result):
 def test_interrupted_run_is_noted(base_result):
     current = copy.deepcopy(base_result)
     current["complete"] = False
-    assert any("interrupted" in note for note in compare_results(base_result, current).notes)
+    assert any("interrupted" in note for note in compare(base_result, current).notes)
 
 
 def test_compare_files_reads_both_files(base_result, tmp_path):
@@ -264,7 +269,7 @@ def test_compare_files_reads_both_files(base_result, tmp_path):
 
 def test_render_table_and_markdown_show_verdicts_and_change(base_result):
     row = pick_row(base_result)
-    comparison = compare_results(base_result, scale_gpu_time(base_result, row, 1.30))
+    comparison = compare(base_result, scale_gpu_time(base_result, row, 1.30))
     slower = verdicts_of(comparison, row)["gpu"]
     change = f"{slower.change * 100:+.1f}"
     for text in (render_table(comparison), render_markdown(comparison)):
@@ -283,7 +288,7 @@ def test_render_markdown_escapes_pipes_in_notes(base_result):
     current = copy.deepcopy(base_result)
     find(current, row).update(status="error", message="bad | value\nsecond line",
                               gpu_us=None, call_us=None, speedup=None)
-    markdown = render_markdown(compare_results(base_result, current))
+    markdown = render_markdown(compare(base_result, current))
     assert "error: bad \\| value second line" in markdown
 
 
@@ -301,7 +306,7 @@ def test_a_changed_source_is_noted(base_result):
     for data, build in ((before, "v_aaaa"), (after, "v_bbbb")):
         for r in data["rows"]:
             r["build"] = build
-    gpu = verdicts_of(compare_results(before, after), row)["gpu"]
+    gpu = verdicts_of(compare(before, after), row)["gpu"]
     assert gpu.verdict == Verdict.SLOWER and gpu.note == "source changed"
-    same = verdicts_of(compare_results(before, before), row)["gpu"]
+    same = verdicts_of(compare(before, before), row)["gpu"]
     assert same.note == ""

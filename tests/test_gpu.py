@@ -4,9 +4,8 @@ from pathlib import Path
 import pytest
 
 from harness import discover, runner
-from harness.problem import PRESET_NAMES, parse_shapes, preset
-from harness.records import FLOOR, KERNEL, OK, Task
-from harness.worker import Settings
+from harness.records import Kind, Settings, Status, Task
+from harness.shapes import PRESET_NAMES, parse_shapes, preset
 
 REPO = Path(__file__).resolve().parent.parent
 pytestmark = pytest.mark.gpu
@@ -34,7 +33,7 @@ def rows(plan):
     settings = Settings(time=False, timing_so=plan.targets[0].so_path, timing_module=plan.targets[0].module_name)
     tasks = [Task(s, "float32") for s in SHAPES] + [Task(s, d) for s in SMALL for d in ("bfloat16", "float16")]
     collected = []
-    kernels = runner.Plan([t for t in plan.targets if t.kind == KERNEL], plan.rows)
+    kernels = runner.Plan([t for t in plan.targets if t.kind == Kind.KERNEL], plan.rows)
     runner.run(kernels, tasks, settings, collected.append, row_timeout_s=300)
     return collected
 
@@ -43,7 +42,7 @@ def rows(plan):
 def test_variant_correct_everywhere(rows, name):
     mine = [r for r in rows if r.variant == name and r.status != "unsupported"]
     assert any(r.dtype == "float32" for r in mine)
-    bad = [f"{r.shape.label()} {r.dtype}: {r.status} {r.message}" for r in mine if r.status != OK]
+    bad = [f"{r.shape.label()} {r.dtype}: {r.status} {r.message}" for r in mine if r.status != Status.OK]
     assert not bad, "\n".join(bad)
 
 
@@ -60,7 +59,7 @@ def test_empty_kernel_gpu_time_is_device_time_not_launch_cost(plan):
     from harness import baselines, timing
     from harness.stats import StoppingRule, median
 
-    floor = next(t for t in plan.targets if t.kind == FLOOR)
+    floor = next(t for t in plan.targets if t.kind == Kind.FLOOR)
     helper = baselines.import_extension(floor.so_path, floor.module_name)
     rule = StoppingRule(budget_s=0.3)
     naive = timing.GpuTime(helper, flush=None, batch=1)
@@ -74,10 +73,10 @@ def test_empty_kernel_gpu_time_is_device_time_not_launch_cost(plan):
 
 
 def test_floor_row_through_the_runner(plan):
-    floor = next(t for t in plan.targets if t.kind == FLOOR)
+    floor = next(t for t in plan.targets if t.kind == Kind.FLOOR)
     settings = Settings(rounds=1, timing_so=floor.so_path, timing_module=floor.module_name)
     got = []
     runner.run_target(floor, [Task(preset("seed"), "float32")], settings, got.append, row_timeout_s=120)
     (row,) = got
-    assert row.status == OK and row.gpu.method.startswith("blocked"), row
+    assert row.status == Status.OK and row.gpu.method.startswith("blocked"), row
     assert row.gpu.summary.n >= 30 and row.call.summary.n >= 20

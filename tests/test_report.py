@@ -1,10 +1,9 @@
 import json
 
-from harness import report
-from harness.check import ErrorStats
-from harness.problem import SEED
-from harness.records import BASELINE, KERNEL, Clocks, Row, Timing
-from harness.resultfile import read_result_file, write_result_file
+from harness import render, report
+from harness.records import Clocks, ErrorStats, Kind, Row, Status, Timing
+from harness.resultfile import parse_result, read_result_file, write_result_file
+from harness.shapes import SEED
 from harness.roofline import Ceilings
 from harness.stats import StoppingRule, summarize
 
@@ -18,17 +17,18 @@ def timing(values, noisy_rule=None):
     return Timing(summarize([values, values], rule), "blocked-events+flush", tuple(values * 2))
 
 
-def row(name, gpu, call, kind=KERNEL, **kw):
-    return Row(name, kind, SEED, "float32", "ok", error=ErrorStats(1e-6, 2e-7, 1e-5),
+def row(name, gpu, call, kind=Kind.KERNEL, **kw):
+    return Row(name, kind, SEED, "float32", Status.OK, error=ErrorStats(1e-6, 2e-7, 1e-5),
                gpu=timing([gpu] * 5), call=timing([call] * 5), **kw)
 
 
 def result(rows):
-    return report.result_dict(rows, ENV, {"cache": "cold", "rounds": 2}, CEILINGS, complete=True)
+    return report.result_dict(rows, ENV, {"cache": "cold-read", "rounds": 2}, CEILINGS, complete=True)
 
 
 def test_speedups_against_eager_and_compile():
-    res = result([row("eager", 30.0, 100.0, BASELINE), row("compile", 20.0, 50.0, BASELINE), row("mine", 3.0, 10.0)])
+    res = result([row("eager", 30.0, 100.0, Kind.BASELINE), row("compile", 20.0, 50.0, Kind.BASELINE),
+                  row("mine", 3.0, 10.0)])
     mine = next(r for r in res["rows"] if r["variant"] == "mine")
     assert mine["speedup"] == {"vs_eager": {"gpu": 10.0, "call": 10.0}, "vs_compile": {"gpu": 6.67, "call": 5.0}}
     assert mine["gpu_us"]["median"] == 3.0 and mine["gpu_us"]["n"] == 10
@@ -36,15 +36,15 @@ def test_speedups_against_eager_and_compile():
 
 
 def test_failed_row_has_no_speedup_and_message_in_table():
-    bad = Row("broken", KERNEL, SEED, "float32", "wrong", "error rel 1e-1 (limit 2e-05)")
-    res = result([row("eager", 30.0, 100.0, BASELINE), bad])
+    bad = Row("broken", Kind.KERNEL, SEED, "float32", Status.WRONG, "error rel 1e-1 (limit 2e-05)")
+    res = result([row("eager", 30.0, 100.0, Kind.BASELINE), bad])
     r = res["rows"][1]
     assert r["speedup"]["vs_eager"] == {"gpu": None, "call": None} and r["gpu_us"] is None
-    assert "wrong: error rel 1e-1" in report.render_table(res)
+    assert "wrong: error rel 1e-1" in render.result_table(parse_result(res))
 
 
 def test_roofline_and_below_floor_flag():
-    res = result([row("eager", 30.0, 100.0, BASELINE), row("impossible", 0.01, 1.0)])
+    res = result([row("eager", 30.0, 100.0, Kind.BASELINE), row("impossible", 0.01, 1.0)])
     r = res["rows"][1]["roofline"]
     assert r["bytes"] == 884736 and r["flops"] == 18874368
     assert r["floor_us"] == round(18874368 / 50e6, 4)  # FLOPs over the rate beat bytes over bandwidth here
@@ -52,17 +52,17 @@ def test_roofline_and_below_floor_flag():
 
 
 def test_noisy_and_throttled_flags():
-    noisy = Row("n", KERNEL, SEED, "float32", "ok", gpu=Timing(summarize([[1.0, 5.0, 9.0]], StoppingRule()),
+    noisy = Row("n", Kind.KERNEL, SEED, "float32", Status.OK, gpu=Timing(summarize([[1.0, 5.0, 9.0]], StoppingRule()),
                 "blocked-events+flush", (1.0, 5.0, 9.0)), clocks=Clocks(900.0, 800.0, 1980.0))
     flags = result([noisy])["rows"][0]["flags"]
     assert "noisy" in flags and "throttled" in flags
 
 
 def test_json_round_trip_and_markdown(tmp_path):
-    res = result([row("eager", 30.0, 100.0, BASELINE), row("mine", 3.0, 10.0)])
+    res = result([row("eager", 30.0, 100.0, Kind.BASELINE), row("mine", 3.0, 10.0)])
     path = tmp_path / "r.json"
     write_result_file(path, res)
     back = read_result_file(path)
     assert back == json.loads(json.dumps(res))
-    md = report.render_markdown(back)
+    md = render.result_markdown(parse_result(back))
     assert md.startswith("GPU NVIDIA H200") and "| mine" in md and "10.00" in md

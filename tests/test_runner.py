@@ -3,11 +3,11 @@ the row it happened in, and a new worker takes the rest."""
 import fake_workers
 
 from harness import runner
-from harness.problem import parse_shapes
-from harness.records import CRASHED, KERNEL, OK, TIMED_OUT, Target, Task
-from harness.worker import Settings
+from harness.records import Kind, Settings, Status, Target, Task
+from harness.shapes import parse_shapes
 
-TARGET = Target("fake", KERNEL, ("float32", "float16"))
+TARGET = Target("fake", Kind.KERNEL, ("float32", "float16"))
+OK, CRASHED, TIMED_OUT = Status.OK, Status.CRASHED, Status.TIMED_OUT
 SHAPES = parse_shapes("seed,deepseek-v2-lite")
 TASKS = [Task(s, d) for s in SHAPES for d in ("float32", "float16")]
 
