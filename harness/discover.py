@@ -86,7 +86,7 @@ def select(paths: list[Path], wanted: str) -> list[Path]:
     if wanted.strip() == "all":
         return paths
     by_name = {p.stem: p for p in paths}
-    names = [n.strip() for n in wanted.split(",") if n.strip()]
+    names = list(dict.fromkeys(n.strip() for n in wanted.split(",") if n.strip()))  # `a,a` is `a` once
     unknown = [n for n in names if n not in by_name and n not in RESERVED]
     if unknown or not names:
         raise UsageError(f"unknown variant '{','.join(unknown) or wanted}'; known: "
