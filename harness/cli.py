@@ -143,11 +143,10 @@ def check_request(args: argparse.Namespace) -> Request:
     return Request(tasks, paths, baseline)
 
 
-def make_settings(args: argparse.Namespace, timing_so: str, timing_module: str) -> Settings:
+def make_settings(args: argparse.Namespace) -> Settings:
     return Settings(trials=args.trials, seed=args.seed, cache=CacheMode(args.cache), rounds=args.rounds,
                     rule=StoppingRule(noise_target=args.noise, budget_s=args.budget),
-                    call_rule=StoppingRule(noise_target=2 * args.noise, min_samples=20, budget_s=args.budget),
-                    timing_so=timing_so, timing_module=timing_module)
+                    call_rule=StoppingRule(noise_target=2 * args.noise, min_samples=20, budget_s=args.budget))
 
 
 def settings_record(settings: Settings, args: argparse.Namespace, arch: str) -> dict:
@@ -167,8 +166,9 @@ class ResultSink:
     """Collects rows as they finish and rewrites the result file after each, so an interrupted run keeps
     every finished row (marked incomplete)."""
 
-    def __init__(self, path: Path, machine: dict, settings: dict, builds: dict[str, str]):
-        self.path, self.machine, self.settings, self.builds = path, machine, settings, builds
+    def __init__(self, path: Path, machine: dict, settings: dict):
+        self.path, self.machine, self.settings = path, machine, settings
+        self.builds: dict[str, str] = {}  # kernel name -> build (module) name, once built
         self.rows: list = []
         self.ceilings = None
 
@@ -184,14 +184,18 @@ class ResultSink:
         return result
 
 
-def run_rows(plan, tasks: list[Task], settings: Settings, sink: ResultSink, has_gpu: bool,
-             row_timeout_s: float) -> None:
+def build_and_run(request: Request, settings: Settings, sink: ResultSink, jobs: int | None, has_gpu: bool,
+                  row_timeout_s: float) -> None:
     from harness import runner
+    plan = runner.plan(request.paths, request.tasks, jobs=jobs)
+    sink.builds = {t.name: t.module_name for t in plan.targets if t.kind == Kind.KERNEL}
+    timing = plan.targets[0]  # the empty-kernel row's extension holds the blocking kernel too
+    settings = dataclasses.replace(settings, timing_so=timing.so_path, timing_module=timing.module_name)
     if has_gpu:
-        sink.ceilings = runner.measure_ceilings(sorted({t.dtype for t in tasks}))
-        runner.run(plan, tasks, settings, sink.add, row_timeout_s=row_timeout_s)
+        sink.ceilings = runner.measure_ceilings(sorted({t.dtype for t in request.tasks}))
+        runner.run(plan, request.tasks, settings, sink.add, row_timeout_s=row_timeout_s)
     else:
-        for row in plan.rows + runner.not_run_rows(plan.targets, tasks, "no CUDA device"):
+        for row in plan.rows + runner.not_run_rows(plan.targets, request.tasks, "no CUDA device"):
             sink.add(row)
 
 
@@ -221,19 +225,17 @@ def run_bench(argv: list[str]) -> int:
     request = check_request(args)
 
     import torch  # after argument checks: a usage error should not wait for torch to import
-    from harness import env, runner
+    from harness import build, env
     has_gpu = torch.cuda.is_available()
     if not has_gpu:
         print("no CUDA device: building every selected variant, running none")
-    plan = runner.plan(request.paths, request.tasks, jobs=args.jobs)
-    settings = make_settings(args, plan.targets[0].so_path, plan.targets[0].module_name)
     machine = env.describe()
     check_same_gpu(request.baseline, args.compare, machine)
-    builds = {t.name: t.module_name for t in plan.targets if t.kind == Kind.KERNEL}
+    settings = make_settings(args)
     sink = ResultSink(args.json or default_json_path(machine["gpu_key"]), machine,
-                      settings_record(settings, args, plan.arch), builds)
-    try:
-        run_rows(plan, request.tasks, settings, sink, has_gpu, args.timeout)
+                      settings_record(settings, args, " ".join(build.arch_flags())))
+    try:  # the build too: Ctrl-C at any point leaves a result file marked incomplete
+        build_and_run(request, settings, sink, args.jobs, has_gpu, args.timeout)
     except KeyboardInterrupt:
         sink.save(complete=False)
         print(f"interrupted: {len(sink.rows)} finished row(s) kept in {sink.path} (marked incomplete)",

@@ -37,7 +37,6 @@ TIMING_FUNCTIONS = ("empty_launch", "blocker_create", "blocker_destroy", "blocke
 class Plan:
     targets: list[Target]     # runnable: baselines, floor and the kernels that built
     rows: list[Row]           # rows already decided without a GPU: bad header, build failed, unsupported
-    arch: str = ""            # the -gencode flags everything was built with
 
 
 def timing_extension() -> build.ExtensionSource:
@@ -71,7 +70,7 @@ def plan(paths: list[Path], tasks: list[Task], cache_root: Path = build.DEFAULT_
             rows += [Row(spec.name, Kind.KERNEL, t.shape, t.dtype, Status.BUILD_FAILED, message) for t in tasks]
             continue
         targets.append(Target(spec.name, Kind.KERNEL, spec.dtypes, result.so_path, result.module_name))
-    return Plan(targets, rows, " ".join(build.arch_flags()))
+    return Plan(targets, rows)
 
 
 def unsupported_rows(target: Target, tasks: list[Task]) -> list[Row]:

@@ -141,6 +141,7 @@ def test_interrupted_run_keeps_finished_rows_marked_incomplete(tmp_path, monkeyp
         raise KeyboardInterrupt
 
     monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
+    monkeypatch.setenv("TORCH_CUDA_ARCH_LIST", "9.0a")  # no device to ask for its architecture
     monkeypatch.setattr(env, "describe", lambda: {"gpu": "NVIDIA H200", "gpu_key": "h200"})
     monkeypatch.setattr(runner, "plan", fake_plan)
     monkeypatch.setattr(runner, "measure_ceilings", lambda dtypes, *a, **k: None)

@@ -52,3 +52,54 @@ def test_entry_point_runs_as_a_script():
     proc = subprocess.run([sys.executable, "run_bench.py", "--dtype", "int8"], cwd=REPO, capture_output=True,
                           text=True)
     assert proc.returncode == 2 and "unknown dtype 'int8'" in proc.stderr
+
+
+def test_ctrl_c_during_the_build_leaves_an_incomplete_result_file(tmp_path, monkeypatch, capsys):
+    from harness import runner
+
+    def interrupted_build(paths, tasks, jobs=None):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(runner, "plan", interrupted_build)
+    out = tmp_path / "r.json"
+    try:
+        code = cli.main(["--kernels", str(REPO / "tests" / "adversarial"), "--variant", "correct_neighbour",
+                         "--json", str(out)])
+    except KeyboardInterrupt:
+        pytest.fail("Ctrl-C during the build escaped as a traceback")
+    assert code == cli.EXIT_INTERRUPTED
+    assert "interrupted: 0 finished row(s) kept" in capsys.readouterr().err
+    result = json.loads(out.read_text())
+    assert result["complete"] is False and result["rows"] == []
+
+
+def test_ctrl_c_does_not_wait_for_running_builds(monkeypatch):
+    """build_all returns at once on Ctrl-C: queued builds never start, running ones are not waited for."""
+    import concurrent.futures
+    import threading
+    import time
+
+    from harness import build
+
+    release, started = threading.Event(), []
+
+    def slow_build(src, cache_root):
+        started.append(src.name)
+        release.wait(30)
+        return build.BuildResult(src.name, ok=True)
+
+    def ctrl_c(*args, **kwargs):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(build, "build_one", slow_build)
+    monkeypatch.setattr(build, "check_toolchain", lambda home: None)
+    monkeypatch.setattr(concurrent.futures, "wait", ctrl_c)
+    sources = [build.ExtensionSource(f"v{i}", "", "", ()) for i in range(4)]
+    t0 = time.perf_counter()
+    try:
+        with pytest.raises(KeyboardInterrupt):
+            build.build_all(sources, jobs=1)
+        assert time.perf_counter() - t0 < 5
+        assert started == ["v0"]  # the three queued builds were cancelled
+    finally:
+        release.set()

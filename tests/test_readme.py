@@ -33,7 +33,7 @@ def test_readme_names_its_results_commands():
 @pytest.mark.parametrize("command, files", results_commands())
 def test_readme_results_command_produced_the_committed_files(command, files):
     args = cli.bench_parser().parse_args(shlex.split(command)[2:])
-    settings = cli.make_settings(args, "", "")
+    settings = cli.make_settings(args)
     expected = cli.settings_record(settings, args, arch="")
     shapes = [s for spec in (args.shape or ["seed"]) for s in parse_shapes(spec, args.tokens)]
     expected_tasks = {(s, d) for s in shapes for d in parse_dtypes(args.dtype)}
