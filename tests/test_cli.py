@@ -103,3 +103,14 @@ def test_ctrl_c_does_not_wait_for_running_builds(monkeypatch):
         assert started == ["v0"]  # the three queued builds were cancelled
     finally:
         release.set()
+
+
+@pytest.mark.parametrize("argv", [["compare", "tests/data/h200_run1.json", "tests/data/h200_run2.json"],
+                                  ["plot", "tests/data/h200_run1.json", "--out", "{tmp}/p.png"]])
+def test_compare_and_plot_do_not_import_torch(argv, tmp_path):
+    """A CI job that only compares result files need not install torch (and starts in well under a second)."""
+    argv = [a.format(tmp=tmp_path) for a in argv]
+    code = ("import sys; from harness import cli; code = cli.main(%r); "
+            "assert 'torch' not in sys.modules, 'torch was imported'; sys.exit(code)" % argv)
+    proc = subprocess.run([sys.executable, "-c", code], cwd=REPO, capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stderr[-2000:]
