@@ -14,9 +14,9 @@ from pathlib import Path
 
 from harness import compare, discover, render
 from harness.errors import ToolchainError, UsageError
-from harness.records import CacheMode, Kind, Settings, Task
+from harness.records import ALWAYS_RUN, BUILTIN_ROWS, CacheMode, Kind, Settings, Task
 from harness.resultfile import ResultFile, load_result, parse_result, write_result_file
-from harness.shapes import DEFAULT_TOKENS, parse_dtypes, parse_shapes
+from harness.shapes import DEFAULT_TOKENS, parse_dtypes, parse_shapes, parse_tokens
 from harness.stats import StoppingRule
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_TOOLCHAIN, EXIT_INTERRUPTED = 0, 1, 2, 3, 130
@@ -36,8 +36,13 @@ def bench_parser() -> argparse.ArgumentParser:
     p.add_argument("--variant", default="all", help="'all' or a comma list of kernel names (file stems)")
     p.add_argument("--shape", action="append", help="presets (comma list) or b=..,s=..,d=..,rank=..,heads=..,"
                    "head_dim=..; repeat the flag for several explicit shapes (default: seed)")
-    p.add_argument("--tokens", type=int, default=DEFAULT_TOKENS, help="tokens (b=1, s=N) of the model presets")
+    p.add_argument("--tokens", default=str(DEFAULT_TOKENS),
+                   help="tokens (b=1, s=N) of the model presets; a comma list runs each preset at each count")
     p.add_argument("--dtype", default="float32", help="comma list of float32, bfloat16, float16")
+    p.add_argument("--baselines", default="all",
+                   help=f"built-in rows to run besides the kernels: 'all' (default) or a comma list of "
+                        f"{', '.join(BUILTIN_ROWS)}; {' and '.join(ALWAYS_RUN)} always run (every speedup is "
+                        f"relative to eager; the empty kernel is the launch floor)")
     p.add_argument("--json", type=Path, help="result file (default: results/<date>-<gpu>.json)")
     p.add_argument("--markdown", type=Path, help="also write the table as markdown here")
     p.add_argument("--cache", choices=[str(m) for m in CacheMode], default=str(CacheMode.COLD_READ),
@@ -125,35 +130,42 @@ def default_json_path(gpu_key: str | None) -> Path:
 class Request:
     """What the command line asks for, checked before anything is built."""
     tasks: list[Task]
+    tokens: list[int]
     paths: list[Path]                 # the selected kernels/*.cu
+    baselines: tuple[str, ...]        # the built-in rows that run
     baseline: ResultFile | None       # --compare's file, read up front so a bad one fails fast
 
 
 def check_request(args: argparse.Namespace) -> Request:
-    for name in ("tokens", "rounds", "budget", "noise", "trials", "timeout"):
+    for name in ("rounds", "budget", "noise", "trials", "timeout"):
         _positive(name, getattr(args, name))
-    shapes = [s for spec in (args.shape or ["seed"]) for s in parse_shapes(spec, args.tokens)]
+    tokens = parse_tokens(args.tokens)
+    shapes = [s for spec in (args.shape or ["seed"]) for s in parse_shapes(spec, tokens)]
     tasks = [Task(shape, dtype) for shape in dict.fromkeys(shapes) for dtype in parse_dtypes(args.dtype)]
     if not args.kernels.is_dir():
         raise UsageError(f"--kernels {args.kernels}: not a folder")
     paths = discover.select(discover.discover(args.kernels), args.variant)
+    baselines = discover.select_baselines(args.baselines)
     _check_writable(args.json, "--json")
     _check_writable(args.markdown, "--markdown")
     baseline = load_result(args.compare) if args.compare else None
-    return Request(tasks, paths, baseline)
+    return Request(tasks, tokens, paths, baselines, baseline)
 
 
-def make_settings(args: argparse.Namespace) -> Settings:
+def make_settings(args: argparse.Namespace, request: Request) -> Settings:
     return Settings(trials=args.trials, seed=args.seed, cache=CacheMode(args.cache), rounds=args.rounds,
                     rule=StoppingRule(noise_target=args.noise, budget_s=args.budget),
-                    call_rule=StoppingRule(noise_target=2 * args.noise, min_samples=20, budget_s=args.budget))
+                    call_rule=StoppingRule(noise_target=2 * args.noise, min_samples=20, budget_s=args.budget),
+                    baselines=request.baselines)
 
 
-def settings_record(settings: Settings, args: argparse.Namespace, arch: str) -> dict:
-    """The result file's `settings`: what a reader needs to know the numbers were taken alike."""
+def settings_record(settings: Settings, request: Request, arch: str) -> dict:
+    """The result file's `settings`: what a reader needs to know the numbers were taken alike, and which
+    rows were left out by choice (`baselines`, `variants`)."""
     return {"cache": str(settings.cache), "rounds": settings.rounds, "trials": settings.trials,
-            "seed": settings.seed, "arch": arch, "input_sets": settings.input_sets, "tokens": args.tokens,
-            "gpu_rule": dataclasses.asdict(settings.rule), "call_rule": dataclasses.asdict(settings.call_rule)}
+            "seed": settings.seed, "arch": arch, "input_sets": settings.input_sets, "tokens": request.tokens,
+            "gpu_rule": dataclasses.asdict(settings.rule), "call_rule": dataclasses.asdict(settings.call_rule),
+            "baselines": list(settings.baselines), "variants": [p.stem for p in request.paths]}
 
 
 def check_same_gpu(baseline: ResultFile | None, path: Path | None, machine: dict) -> None:
@@ -187,7 +199,7 @@ class ResultSink:
 def build_and_run(request: Request, settings: Settings, sink: ResultSink, jobs: int | None, has_gpu: bool,
                   row_timeout_s: float) -> None:
     from harness import runner
-    plan = runner.plan(request.paths, request.tasks, jobs=jobs)
+    plan = runner.plan(request.paths, request.tasks, jobs=jobs, baselines=settings.baselines)
     sink.builds = {t.name: t.module_name for t in plan.targets if t.kind == Kind.KERNEL}
     timing = plan.targets[0]  # the empty-kernel row's extension holds the blocking kernel too
     settings = dataclasses.replace(settings, timing_so=timing.so_path, timing_module=timing.module_name)
@@ -231,9 +243,9 @@ def run_bench(argv: list[str]) -> int:
         print("no CUDA device: building every selected variant, running none")
     machine = env.describe()
     check_same_gpu(request.baseline, args.compare, machine)
-    settings = make_settings(args)
+    settings = make_settings(args, request)
     sink = ResultSink(args.json or default_json_path(machine["gpu_key"]), machine,
-                      settings_record(settings, args, " ".join(build.arch_flags())))
+                      settings_record(settings, request, " ".join(build.arch_flags())))
     try:  # the build too: Ctrl-C at any point leaves a result file marked incomplete
         build_and_run(request, settings, sink, args.jobs, has_gpu, args.timeout)
     except KeyboardInterrupt:

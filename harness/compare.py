@@ -24,6 +24,7 @@ from typing import Mapping
 
 from harness.errors import CompareRefused
 from harness.resultfile import ResultFile, ResultRow, TimingStats, load_result
+from harness.shapes import display_labels
 
 
 # Smallest change called a regression, whatever the recorded spread. Two runs of one commit on two
@@ -98,7 +99,8 @@ def compare_results(baseline: ResultFile, current: ResultFile, *, floor: float =
     base_index = _index_rows(baseline, "baseline", notes)
     cur_index = _index_rows(current, "current", notes)
     keys = list(base_index) + [key for key in cur_index if key not in base_index]
-    rows = tuple(_compare_metric(key, metric, base_index, cur_index, floor)
+    labels = display_labels(key[1] for key in keys)
+    rows = tuple(_compare_metric(key, metric, base_index, cur_index, floor, labels[key[1]])
                  for key in keys if key[0] not in NOT_COMPARED for metric in METRICS)
     return Comparison(rows, tuple(notes), baseline.env, current.env, floor)
 
@@ -159,11 +161,10 @@ def _status_note(row: ResultRow) -> str:
 
 
 def _compare_metric(key: tuple, metric: str, base_index: Index, cur_index: Index,
-                    floor: float) -> CompareRow:
+                    floor: float, shape_label: str) -> CompareRow:
     base_row, cur_row = base_index.get(key), cur_index.get(key)
-    shape = (base_row or cur_row).shape
     base_x, cur_x = _speedup(base_row, metric), _speedup(cur_row, metric)
-    make = partial(CompareRow, key[0], shape.name, key[2], metric, base_x, cur_x)
+    make = partial(CompareRow, key[0], shape_label, key[2], metric, base_x, cur_x)
     if base_row is None:
         return make(None, None, Verdict.NEW)
     if cur_row is None:

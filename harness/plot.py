@@ -4,8 +4,8 @@ from __future__ import annotations
 import math
 from pathlib import Path
 
-from harness.render import shape_label
 from harness.resultfile import ResultFile
+from harness.shapes import display_labels
 
 METRICS = (("gpu", "GPU time"), ("call", "call latency"))
 
@@ -13,11 +13,12 @@ METRICS = (("gpu", "GPU time"), ("call", "call latency"))
 def speedup_groups(result: ResultFile) -> dict[tuple[str, str], list[tuple[str, float | None, float | None]]]:
     """(shape label, dtype) -> [(variant, ×eager on GPU time, ×eager on call latency)] for ok rows."""
     groups: dict[tuple[str, str], list] = {}
+    labels = display_labels(row.shape for row in result.rows)
     for row in result.rows:
         if not row.ok or row.variant in ("eager", "empty-kernel"):
             continue
         vs = row.speedup("eager")
-        groups.setdefault((shape_label(row.shape), row.dtype), []).append((row.variant, vs.gpu, vs.call))
+        groups.setdefault((labels[row.shape], row.dtype), []).append((row.variant, vs.gpu, vs.call))
     return groups
 
 

@@ -43,6 +43,15 @@ class Kind(StrEnum):
     FLOOR = "floor"         # the empty-kernel launch
 
 
+# The built-in rows, in table order: the empty-kernel launch, then the torch rows a user would reach for.
+# `eager` always runs (every speedup is relative to it) and so does the cheap empty kernel (the floor a
+# call that launches a kernel cannot beat); `--baselines` selects among the others.
+FLOOR_ROW = "empty-kernel"
+REFERENCE_ROW = "eager"
+BUILTIN_ROWS = (FLOOR_ROW, REFERENCE_ROW, "eager-graph", "compile", "compile-max-autotune", "torch-2gemm")
+ALWAYS_RUN = (FLOOR_ROW, REFERENCE_ROW)
+
+
 class CacheMode(StrEnum):
     """What the L2 holds when a GPU-time sample starts (see timing.L2Flush)."""
     COLD_READ = "cold-read"    # flushed by reading a buffer twice its size (default: no dirty lines left)
@@ -66,6 +75,7 @@ class Settings:
     call_rule: StoppingRule = StoppingRule(noise_target=0.01, min_samples=20)
     timing_so: str = ""           # the blocking-kernel extension
     timing_module: str = ""
+    baselines: tuple[str, ...] = BUILTIN_ROWS  # the built-in rows that run (always ALWAYS_RUN)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -76,6 +86,7 @@ class Target:
     dtypes: tuple[str, ...]
     so_path: str = ""
     module_name: str = ""
+    fresh_output: bool = True   # checked to return a new tensor each call (not a graph's static buffer)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -118,6 +129,7 @@ class Timing:
     method: str
     samples_us: tuple[float, ...]
     invalid_batches: int = 0
+    calls_per_sample: int = 1   # call latency: each sample is the mean of this many back-to-back calls
 
 
 @dataclasses.dataclass(frozen=True)
@@ -131,8 +143,10 @@ class Row:
     error: ErrorStats | None = None
     gpu: Timing | None = None
     call: Timing | None = None
+    gpu_warm: Timing | None = None   # GPU time with the L2 kept warm, as call latency has it (cold modes only)
     clocks: Clocks | None = None
     compile_s: float | None = None
+    unchecked: tuple[str, ...] = ()  # checks that could not run (e.g. "graph-replay": capture refused)
 
     @property
     def failed(self) -> bool:

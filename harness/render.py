@@ -8,16 +8,11 @@ from tabulate import tabulate
 
 from harness.compare import Comparison, CompareRow, Verdict
 from harness.resultfile import ResultFile, ResultRow
-from harness.shapes import Shape
+from harness.shapes import display_labels
 
-RESULT_COLUMNS = ("shape", "dtype", "variant", "status", "max abs err", "rel err", "GPU µs", "IQR", "call µs",
-                  "×eager GPU", "×eager call", "×compile GPU", "×compile call", "GB/s", "TFLOP/s", "×floor", "flags")
-
-
-def shape_label(shape: Shape) -> str:
-    if shape.name != "custom":
-        return shape.name
-    return "b{b} s{s} d{d} r{rank} h{heads}x{head_dim}".format(**shape.dims())
+RESULT_COLUMNS = ("shape", "dtype", "variant", "status", "max abs err", "rel err", "GPU µs", "IQR",
+                  "warm call µs", "×eager GPU", "×eager call", "×best torch GPU", "×best torch call", "GB/s",
+                  "TFLOP/s", "×floor", "flags")
 
 
 def _fmt(x: float | None, spec: str = ".3g") -> str:
@@ -29,20 +24,21 @@ def _clip(text: str, width: int = 70) -> str:
     return text if len(text) <= width else text[: width - 1] + "…"
 
 
-def _result_cells(r: ResultRow) -> list[str]:
+def _result_cells(r: ResultRow, label: str) -> list[str]:
     gpu, call = r.gpu, r.call
-    eager, compiled = r.speedup("eager"), r.speedup("compile")
+    eager, best = r.speedup("eager"), r.speedup("torch_best")
     status = r.status if r.ok or not r.message else f"{r.status}: {r.message}"
-    return [shape_label(r.shape), r.dtype, r.variant, _clip(status), _fmt(r.max_abs_error, ".2e"),
+    return [label, r.dtype, r.variant, _clip(status), _fmt(r.max_abs_error, ".2e"),
             _fmt(r.rel_error, ".2e"), _fmt(gpu and gpu.median, ".4g"), _fmt(gpu and gpu.iqr, ".2g"),
             _fmt(call and call.median, ".4g"), _fmt(eager.gpu, ".2f"), _fmt(eager.call, ".2f"),
-            _fmt(compiled.gpu, ".2f"), _fmt(compiled.call, ".2f"), _fmt(r.gbps, ".4g"), _fmt(r.tflops, ".3g"),
+            _fmt(best.gpu, ".2f"), _fmt(best.call, ".2f"), _fmt(r.gbps, ".4g"), _fmt(r.tflops, ".3g"),
             _fmt(r.x_floor, ".3g"), ",".join(r.flags)]
 
 
 def result_table(result: ResultFile, fmt: str = "simple") -> str:
-    return tabulate([_result_cells(r) for r in result.rows], headers=RESULT_COLUMNS, tablefmt=fmt,
-                    disable_numparse=True)
+    labels = display_labels(r.shape for r in result.rows)
+    return tabulate([_result_cells(r, labels[r.shape]) for r in result.rows], headers=RESULT_COLUMNS,
+                    tablefmt=fmt, disable_numparse=True)
 
 
 def result_markdown(result: ResultFile) -> str:

@@ -7,11 +7,16 @@ import math
 
 import numpy as np
 
-from harness.records import CacheMode, Kind, Row, Status, Timing
+from harness.records import BUILTIN_ROWS, FLOOR_ROW, REFERENCE_ROW, CacheMode, Kind, Row, Status, Timing
 from harness.resultfile import SCHEMA
 from harness.roofline import SUSPECT_BELOW, Ceilings, roofline
 
 NOISE_FLAG, THROTTLE_FLAG, FLOOR_FLAG, UNBLOCKED_FLAG = "noisy", "throttled", "below-floor", "unblocked"
+GRAPH_UNCHECKED_FLAG = "graph-unchecked"  # the call refused CUDA graph capture, so that check did not run
+# A call that launches a kernel cannot take less GPU time than an empty kernel's launch in the same run;
+# 0.9 leaves room for the two medians' noise (a tiny real kernel sits just above the empty one).
+BELOW_LAUNCH = 0.9
+SPEEDUP_REFERENCES = (REFERENCE_ROW, "compile")
 
 
 def _round(x: float | None, digits: int = 4) -> float | None:
@@ -26,7 +31,8 @@ def _timing_dict(t: Timing | None) -> dict | None:
     s = t.summary
     return {"median": _round(s.median), "iqr": _round(s.iqr), "n": s.n, "rel_se": _round(s.rel_se, 3),
             "noisy": s.noisy, "rounds": [_round(r) for r in s.rounds], "spread": _round(s.spread, 3),
-            "method": t.method, "invalid_batches": t.invalid_batches, "percentiles": _percentiles(t.samples_us)}
+            "method": t.method, "invalid_batches": t.invalid_batches, "percentiles": _percentiles(t.samples_us),
+            "calls_per_sample": t.calls_per_sample}
 
 
 def _percentiles(samples) -> dict:
@@ -41,26 +47,56 @@ def _ratio(base: Timing | None, mine: Timing | None) -> float | None:
     return base.summary.median / mine.summary.median
 
 
+def _ok(row: Row | None) -> bool:
+    return row is not None and row.status == Status.OK
+
+
+def _speedup(ref: Row | None, row: Row) -> dict:
+    ok = _ok(ref) and _ok(row)
+    return {"gpu": _round(_ratio(ref.gpu, row.gpu), 3) if ok else None,
+            "call": _round(_ratio(ref.call, row.call), 3) if ok else None}
+
+
+def torch_best(row: Row, by_key: dict) -> dict[str, Row | None]:
+    """Per metric, the fastest ok torch row of the same shape and dtype: the best a torch user gets
+    without writing a kernel (eager, in a CUDA graph, compiled, or rewritten)."""
+    torch_rows = [r for name in BUILTIN_ROWS if (r := by_key.get((row.shape, row.dtype, name))) is not None
+                  and r.kind == Kind.BASELINE and _ok(r)]
+    best = {}
+    for metric in ("gpu", "call"):
+        timed = [r for r in torch_rows if getattr(r, metric) is not None]
+        best[metric] = min(timed, key=lambda r: getattr(r, metric).summary.median, default=None)
+    return best
+
+
 def _speedups(row: Row, by_key: dict) -> dict:
-    out = {}
-    for ref_name in ("eager", "compile"):
-        ref = by_key.get((row.shape, row.dtype, ref_name))
-        ok = ref is not None and ref.status == Status.OK and row.status == Status.OK
-        out[f"vs_{ref_name}"] = {"gpu": _round(_ratio(ref.gpu, row.gpu), 3) if ok else None,
-                                 "call": _round(_ratio(ref.call, row.call), 3) if ok else None}
+    out = {f"vs_{name}": _speedup(by_key.get((row.shape, row.dtype, name)), row) for name in SPEEDUP_REFERENCES}
+    best = torch_best(row, by_key)
+    out["vs_torch_best"] = {metric: _speedup(best[metric], row)[metric] for metric in ("gpu", "call")}
     return out
 
 
-def flags(row: Row, roof, cache: CacheMode) -> list[str]:
+def below_launch(row: Row, by_key: dict) -> bool:
+    """GPU time under the same run's empty-kernel launch: such a call launched nothing."""
+    floor = by_key.get((row.shape, row.dtype, FLOOR_ROW))
+    if row.kind == Kind.FLOOR or row.gpu is None or not _ok(floor) or floor.gpu is None:
+        return False
+    return row.gpu.summary.median < BELOW_LAUNCH * floor.gpu.summary.median
+
+
+def flags(row: Row, roof, cache: CacheMode, by_key: dict | None = None) -> list[str]:
     out = []
     if any(t is not None and t.summary.noisy for t in (row.gpu, row.call)):
         out.append(NOISE_FLAG)
     if row.clocks is not None and row.clocks.throttled:
         out.append(THROTTLE_FLAG)
-    if cache != CacheMode.HOT and roof.x_floor is not None and roof.x_floor < SUSPECT_BELOW:
+    under_roofline = cache != CacheMode.HOT and roof.x_floor is not None and roof.x_floor < SUSPECT_BELOW
+    if under_roofline or below_launch(row, by_key or {}):
         out.append(FLOOR_FLAG)
     if row.gpu is not None and not row.gpu.method.startswith("blocked"):
         out.append(UNBLOCKED_FLAG)
+    if row.unchecked:
+        out.append(GRAPH_UNCHECKED_FLAG)
     return out
 
 
@@ -75,13 +111,15 @@ def row_dict(row: Row, by_key: dict, ceilings: Ceilings | None, cache: CacheMode
         "status": row.status, "message": row.message,
         "error": {"max_abs": _round(row.error.max_abs, 3), "rel": _round(row.error.rel, 3)} if row.error else
                  {"max_abs": None, "rel": None},
-        "gpu_us": _timing_dict(row.gpu), "call_us": _timing_dict(row.call),
+        "gpu_us": _timing_dict(row.gpu), "gpu_warm_us": _timing_dict(row.gpu_warm), "call_us": _timing_dict(row.call),
         "speedup": _speedups(row, by_key),
+        "torch_best": {metric: best.variant if best else None for metric, best in torch_best(row, by_key).items()},
         "roofline": {"bytes": roof.bytes, "flops": roof.flops, "floor_us": _round(roof.floor_us),
                      "gbps": _round(roof.gbps), "tflops": _round(roof.tflops), "x_floor": _round(roof.x_floor, 3)},
         "clocks": dataclasses.asdict(row.clocks) if row.clocks else None,
         "compile_s": _round(row.compile_s, 3),
-        "flags": flags(row, roof, cache),
+        "unchecked": list(row.unchecked),
+        "flags": flags(row, roof, cache, by_key),
     }
 
 
@@ -98,7 +136,7 @@ def result_dict(rows: list[Row], env: dict, settings: dict, ceilings: Ceilings |
 
 
 _KIND_ORDER = {"floor": 0, "baseline": 1, "kernel": 2}
-_BASELINE_ORDER = {"eager": 0, "compile": 1, "torch-2gemm": 2}
+_BASELINE_ORDER = {name: i for i, name in enumerate(BUILTIN_ROWS)}
 
 
 def _order(row: Row):

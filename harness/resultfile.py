@@ -18,7 +18,11 @@ from harness.errors import ResultFileError
 from harness.records import Status
 from harness.shapes import Shape
 
-SCHEMA = 1
+# 2 added per row `gpu_warm_us`, `call_us.calls_per_sample`, `speedup.vs_torch_best`, `torch_best` and
+# `unchecked`, and to `settings` the list forms of `tokens`, `baselines` and `variants`, and one `cache`
+# mode. Schema 1 files read with defaults for these (parse_result).
+SCHEMA = 2
+READABLE_SCHEMAS = (1, 2)
 REQUIRED_ROW_KEYS = ("variant", "shape", "dtype", "status")
 
 
@@ -76,10 +80,11 @@ def _validate(path: Path, data) -> None:
     if not isinstance(data, dict):
         raise ResultFileError(f"{path}: not a result file (JSON {type(data).__name__}, expected an object)")
     schema = data.get("schema")
+    readable = f"schema {READABLE_SCHEMAS[0]} to {SCHEMA}"
     if "schema" not in data:
-        raise ResultFileError(f"{path}: no 'schema' key, this harness reads schema {SCHEMA}")
-    if type(schema) is not int or schema != SCHEMA:  # type check: True == 1 in Python
-        raise ResultFileError(f"{path}: schema {schema!r}, this harness reads schema {SCHEMA}")
+        raise ResultFileError(f"{path}: no 'schema' key, this harness reads {readable}")
+    if type(schema) is not int or schema not in READABLE_SCHEMAS:  # type check: True == 1 in Python
+        raise ResultFileError(f"{path}: schema {schema!r}, this harness reads {readable}")
     if not isinstance(data.get("env"), dict):
         raise ResultFileError(f"{path}: no 'env' object")
     if not isinstance(data.get("rows"), list):
@@ -112,6 +117,7 @@ class TimingStats:
     spread: float = 0.0
     method: str = ""
     percentiles: Mapping[str, float | None] = dataclasses.field(default_factory=dict)
+    calls_per_sample: int = 1   # call latency: a sample is the mean of this many back-to-back calls
 
 
 @dataclasses.dataclass(frozen=True)
@@ -134,12 +140,15 @@ class ResultRow:
     rel_error: float | None = None
     gpu: TimingStats | None = None
     call: TimingStats | None = None
+    gpu_warm: TimingStats | None = None  # GPU time with a warm L2 (cold-mode files of schema 2)
     speedups: Mapping[str, Speedup] = dataclasses.field(default_factory=dict)  # "eager" -> Speedup
     gbps: float | None = None
     tflops: float | None = None
     x_floor: float | None = None
     compile_s: float | None = None
     flags: tuple[str, ...] = ()
+    unchecked: tuple[str, ...] = ()
+    torch_best: Mapping[str, str | None] = dataclasses.field(default_factory=dict)  # metric -> row name
 
     @property
     def ok(self) -> bool:
@@ -182,8 +191,11 @@ def parse_result(data: dict, source: str = "result") -> ResultFile:
 
 
 def _settings(settings: Mapping) -> dict:
-    """Schema 1 wrote the cache mode as `cache: cold|hot` plus `flush: read|write`; now one `cache` value."""
+    """Schema 1 wrote the cache mode as `cache: cold|hot` plus `flush: read|write` (now one `cache` value),
+    and one token count (now a list)."""
     out = dict(settings)
+    if isinstance(out.get("tokens"), int):
+        out["tokens"] = [out["tokens"]]
     if out.get("cache") == "cold" and "flush" in out:
         out["cache"] = f"cold-{out.pop('flush')}"
     elif out.get("cache") == "hot":
@@ -205,7 +217,8 @@ def _timing(entry) -> TimingStats | None:
                        rel_se=_number(entry.get("rel_se")), noisy=bool(entry.get("noisy")),
                        rounds=tuple(_number(x) for x in entry.get("rounds") or ()),
                        spread=_number(entry.get("spread")) or 0.0, method=str(entry.get("method") or ""),
-                       percentiles={k: _number(v) for k, v in (entry.get("percentiles") or {}).items()})
+                       percentiles={k: _number(v) for k, v in (entry.get("percentiles") or {}).items()},
+                       calls_per_sample=int(entry.get("calls_per_sample") or 1))
 
 
 def _speedups(entry) -> dict[str, Speedup]:
@@ -222,6 +235,8 @@ def _parse_row(row: dict) -> ResultRow:
         variant=str(row["variant"]), kind=str(row.get("kind") or ""), shape=Shape(**row["shape"]),
         dtype=str(row["dtype"]), status=str(row["status"]), message=str(row.get("message") or ""),
         build=row.get("build"), max_abs_error=_number(error.get("max_abs")), rel_error=_number(error.get("rel")),
-        gpu=_timing(row.get("gpu_us")), call=_timing(row.get("call_us")), speedups=_speedups(row.get("speedup")),
+        gpu=_timing(row.get("gpu_us")), call=_timing(row.get("call_us")), gpu_warm=_timing(row.get("gpu_warm_us")),
+        speedups=_speedups(row.get("speedup")),
         gbps=_number(roof.get("gbps")), tflops=_number(roof.get("tflops")), x_floor=_number(roof.get("x_floor")),
-        compile_s=_number(row.get("compile_s")), flags=tuple(str(f) for f in row.get("flags") or ()))
+        compile_s=_number(row.get("compile_s")), flags=tuple(str(f) for f in row.get("flags") or ()),
+        unchecked=tuple(str(c) for c in row.get("unchecked") or ()), torch_best=dict(row.get("torch_best") or {}))

@@ -16,7 +16,7 @@ from pathlib import Path
 from harness import build, discover
 from harness.baselines import baseline_targets
 from harness.errors import HeaderError
-from harness.records import Kind, Row, Settings, Status, Target, Task
+from harness.records import BUILTIN_ROWS, Kind, Row, Settings, Status, Target, Task
 from harness.roofline import Ceilings
 from harness.worker import measure_ceilings_worker, serve
 
@@ -49,7 +49,7 @@ def variant_extension(spec: discover.VariantSpec) -> build.ExtensionSource:
 
 
 def plan(paths: list[Path], tasks: list[Task], cache_root: Path = build.DEFAULT_CACHE,
-         jobs: int | None = None) -> Plan:
+         jobs: int | None = None, baselines: tuple[str, ...] = BUILTIN_ROWS) -> Plan:
     """Parse headers and build everything; each failure becomes rows, never a stopped run."""
     specs, rows = [], []
     for path in paths:
@@ -62,7 +62,7 @@ def plan(paths: list[Path], tasks: list[Task], cache_root: Path = build.DEFAULT_
     helper = built["timing_kernels"]
     if not helper.ok:
         raise RuntimeError(f"the harness's own timing kernels failed to build:\n{helper.message}")
-    targets = baseline_targets(helper.so_path, helper.module_name)
+    targets = baseline_targets(helper.so_path, helper.module_name, baselines)
     for spec in specs:
         result = built[spec.name]
         if not result.ok:

@@ -86,8 +86,21 @@ def parse_explicit(text: str) -> Shape:
     return Shape("custom", **values)
 
 
-def parse_shapes(spec: str, tokens: int = DEFAULT_TOKENS) -> list[Shape]:
-    """Comma-separated presets; an explicit shape (it contains '=') is separated from others by ';'."""
+def parse_tokens(spec: str) -> list[int]:
+    """'64,512,4096': the token counts (s at b=1) the model presets are run at."""
+    counts = []
+    for part in spec.split(","):
+        part = part.strip()
+        if not part.isdigit() or int(part) < 1:
+            raise UsageError(f"--tokens '{spec}': '{part}' is not a positive integer")
+        counts.append(int(part))
+    return list(dict.fromkeys(counts))
+
+
+def parse_shapes(spec: str, tokens: int | list[int] = DEFAULT_TOKENS) -> list[Shape]:
+    """Comma-separated presets; an explicit shape (it contains '=') is separated from others by ';'.
+    Each model preset gives one shape per token count; the seed and explicit shapes are fixed."""
+    counts = [tokens] if isinstance(tokens, int) else list(tokens)
     shapes: list[Shape] = []
     for group in spec.split(";"):
         group = group.strip()
@@ -96,7 +109,7 @@ def parse_shapes(spec: str, tokens: int = DEFAULT_TOKENS) -> list[Shape]:
         if "=" in group:
             shapes.append(parse_explicit(group))
         else:
-            shapes.extend(preset(name.strip(), tokens) for name in group.split(",") if name.strip())
+            shapes.extend(preset(name.strip(), n) for name in group.split(",") if name.strip() for n in counts)
     if not shapes:
         raise UsageError("no shape given")
     return list(dict.fromkeys(shapes))
@@ -110,6 +123,20 @@ def parse_dtypes(spec: str) -> list[str]:
     if not names:
         raise UsageError("no dtype given")
     return list(dict.fromkeys(names))
+
+
+def display_labels(shapes) -> dict[Shape, str]:
+    """A short label per shape: the preset's name, with its token count where one name has several
+    shapes (a --tokens list); explicit shapes by their dimensions."""
+    shapes = list(dict.fromkeys(shapes))
+    names = [s.name for s in shapes]
+    labels = {}
+    for s in shapes:
+        if s.name == "custom":
+            labels[s] = "b{b} s{s} d{d} r{rank} h{heads}x{head_dim}".format(**s.dims())
+        else:
+            labels[s] = s.name if names.count(s.name) == 1 else f"{s.name} s={s.s}"
+    return labels
 
 
 def min_bytes(shape: Shape, dtype_name: str) -> int:

@@ -127,7 +127,7 @@ def test_interrupted_run_keeps_finished_rows_marked_incomplete(tmp_path, monkeyp
     out = tmp_path / "partial.json"
     seen_on_disk = []
 
-    def fake_plan(paths, tasks, jobs=None):
+    def fake_plan(paths, tasks, jobs=None, baselines=()):
         assert {p.stem for p in paths} == set(CASES) | {CORRECT}
         floor = Target("empty-kernel", Kind.FLOOR, ("float32",), "/nonexistent/timing.so", "timing_kernels_x")
         return runner.Plan([floor], [Row("bad_header", Kind.KERNEL, seed, "float32", Status.BAD_HEADER,

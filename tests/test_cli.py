@@ -38,7 +38,7 @@ def test_corrupt_and_old_files_exit_2(tmp_path, capsys):
     assert cli.main(["compare", str(truncated), str(DATA / "h200_run1.json")]) == 2
     assert "not valid JSON" in capsys.readouterr().err
     assert cli.main(["compare", str(old), str(DATA / "h200_run1.json")]) == 2
-    assert "schema 0, this harness reads schema 1" in capsys.readouterr().err
+    assert "schema 0, this harness reads schema 1 to 2" in capsys.readouterr().err
 
 
 def test_compare_same_file_passes(tmp_path, capsys):
@@ -57,7 +57,7 @@ def test_entry_point_runs_as_a_script():
 def test_ctrl_c_during_the_build_leaves_an_incomplete_result_file(tmp_path, monkeypatch, capsys):
     from harness import runner
 
-    def interrupted_build(paths, tasks, jobs=None):
+    def interrupted_build(paths, tasks, jobs=None, baselines=()):
         raise KeyboardInterrupt
 
     monkeypatch.setattr(runner, "plan", interrupted_build)
@@ -114,3 +114,37 @@ def test_compare_and_plot_do_not_import_torch(argv, tmp_path):
             "assert 'torch' not in sys.modules, 'torch was imported'; sys.exit(code)" % argv)
     proc = subprocess.run([sys.executable, "-c", code], cwd=REPO, capture_output=True, text=True)
     assert proc.returncode == 0, proc.stderr[-2000:]
+
+
+def _request(argv):
+    args = cli.bench_parser().parse_args(argv)
+    request = cli.check_request(args)
+    return request, cli.settings_record(cli.make_settings(args, request), request, arch="")
+
+
+def test_token_list_and_baselines_are_recorded():
+    request, record = _request(["--kernels", "tests/adversarial", "--variant", "correct_neighbour,returns_zeros",
+                                "--shape", "seed,minicpm3", "--tokens", "64,512", "--baselines", "torch-2gemm",
+                                "--cache", "hot"])
+    assert [(t.shape.name, t.shape.s) for t in request.tasks] == [("seed", 96), ("minicpm3", 64), ("minicpm3", 512)]
+    assert record["tokens"] == [64, 512]
+    # eager (the reference of every speedup) and the empty kernel (the launch floor) always run
+    assert record["baselines"] == ["empty-kernel", "eager", "torch-2gemm"]
+    assert record["variants"] == ["correct_neighbour", "returns_zeros"]
+    assert record["cache"] == "hot"
+    _, default = _request([])
+    assert default["baselines"] == ["empty-kernel", "eager", "eager-graph", "compile", "compile-max-autotune",
+                                    "torch-2gemm"]
+    assert default["cache"] == "cold-read"
+
+
+@pytest.mark.parametrize("argv, message", [
+    (["--baselines", "eager,nosuch"], "--baselines: unknown row 'nosuch'"),
+    (["--tokens", "64,0"], "--tokens '64,0': '0' is not a positive integer"),
+    (["--hot"], "unrecognized arguments: --hot"),
+    (["--cache", "cold"], "argument --cache: invalid choice: 'cold'"),
+])
+def test_new_flags_usage_errors(argv, message, capsys):
+    assert cli.main(argv) == cli.EXIT_USAGE
+    err = capsys.readouterr().err
+    assert message in err and err.count("\n") == 1

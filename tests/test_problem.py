@@ -63,3 +63,21 @@ def test_cost_counts():
     assert shapes.flops(s) == 2 * m * 256 * 48 + 2 * m * 48 * 2 * n
     assert shapes.min_bytes(s, "float32") == 4 * (m * 256 + 256 * 48 + 2 * 48 * n + m * 2 * n)
     assert shapes.min_bytes(s, "bfloat16") * 2 == shapes.min_bytes(s, "float32")
+
+
+def test_token_list_expands_each_model_preset():
+    counts = shapes.parse_tokens("64,512,4096,64")
+    assert counts == [64, 512, 4096]
+    parsed = shapes.parse_shapes("seed,deepseek-v3;b=1,s=2,d=3,rank=4,heads=5,head_dim=6", counts)
+    assert [(s.name, s.s) for s in parsed] == [("seed", 96), ("deepseek-v3", 64), ("deepseek-v3", 512),
+                                               ("deepseek-v3", 4096), ("custom", 2)]
+    labels = shapes.display_labels(parsed)
+    assert [labels[s] for s in parsed] == ["seed", "deepseek-v3 s=64", "deepseek-v3 s=512", "deepseek-v3 s=4096",
+                                           "b1 s2 d3 r4 h5x6"]
+    assert shapes.display_labels([shapes.preset("kimi-k2")]) == {shapes.preset("kimi-k2"): "kimi-k2"}
+
+
+@pytest.mark.parametrize("spec", ["0", "64,x", "", "-5"])
+def test_bad_token_lists(spec):
+    with pytest.raises(UsageError, match="is not a positive integer"):
+        shapes.parse_tokens(spec)

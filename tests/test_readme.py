@@ -7,7 +7,6 @@ import pytest
 
 from harness import cli
 from harness.resultfile import load_result
-from harness.shapes import parse_dtypes, parse_shapes
 
 REPO = Path(__file__).resolve().parent.parent
 README = (REPO / "README.md").read_text()
@@ -33,10 +32,9 @@ def test_readme_names_its_results_commands():
 @pytest.mark.parametrize("command, files", results_commands())
 def test_readme_results_command_produced_the_committed_files(command, files):
     args = cli.bench_parser().parse_args(shlex.split(command)[2:])
-    settings = cli.make_settings(args)
-    expected = cli.settings_record(settings, args, arch="")
-    shapes = [s for spec in (args.shape or ["seed"]) for s in parse_shapes(spec, args.tokens)]
-    expected_tasks = {(s, d) for s in shapes for d in parse_dtypes(args.dtype)}
+    request = cli.check_request(args)
+    expected = cli.settings_record(cli.make_settings(args, request), request, arch="")
+    expected_tasks = {(t.shape, t.dtype) for t in request.tasks}
     for name in files:
         result = load_result(REPO / name)
         for key in COMPARED_SETTINGS:

@@ -30,7 +30,8 @@ def test_speedups_against_eager_and_compile():
     res = result([row("eager", 30.0, 100.0, Kind.BASELINE), row("compile", 20.0, 50.0, Kind.BASELINE),
                   row("mine", 3.0, 10.0)])
     mine = next(r for r in res["rows"] if r["variant"] == "mine")
-    assert mine["speedup"] == {"vs_eager": {"gpu": 10.0, "call": 10.0}, "vs_compile": {"gpu": 6.67, "call": 5.0}}
+    assert mine["speedup"] == {"vs_eager": {"gpu": 10.0, "call": 10.0}, "vs_compile": {"gpu": 6.67, "call": 5.0},
+                               "vs_torch_best": {"gpu": 6.67, "call": 5.0}}
     assert mine["gpu_us"]["median"] == 3.0 and mine["gpu_us"]["n"] == 10
     assert [r["variant"] for r in res["rows"]] == ["eager", "compile", "mine"]
 
@@ -66,3 +67,37 @@ def test_json_round_trip_and_markdown(tmp_path):
     assert back == json.loads(json.dumps(res))
     md = render.result_markdown(parse_result(back))
     assert md.startswith("GPU NVIDIA H200") and "| mine" in md and "10.00" in md
+
+
+def test_torch_best_is_the_fastest_ok_torch_row_per_metric():
+    """A kernel's speedup over the best a torch user gets without writing one: per metric, the fastest of
+    eager, eager in a CUDA graph, torch.compile (both modes) and the two-GEMM rewrite; failed rows and the
+    empty kernel do not count."""
+    rows = [row("empty-kernel", 1.0, 2.0, Kind.FLOOR), row("eager", 30.0, 100.0, Kind.BASELINE),
+            row("eager-graph", 28.0, 30.0, Kind.BASELINE), row("torch-2gemm", 20.0, 60.0, Kind.BASELINE),
+            Row("compile-max-autotune", Kind.BASELINE, SEED, "float32", Status.CRASHED, "x"),
+            row("mine", 10.0, 15.0)]
+    mine = next(r for r in result(rows)["rows"] if r["variant"] == "mine")
+    assert mine["speedup"]["vs_torch_best"] == {"gpu": 2.0, "call": 2.0}
+    assert mine["torch_best"] == {"gpu": "torch-2gemm", "call": "eager-graph"}
+    assert mine["speedup"]["vs_compile"] == {"gpu": None, "call": None}  # not run
+
+
+def test_below_the_empty_kernel_is_flagged():
+    """A call that launches a kernel cannot beat an empty launch: such a row launched nothing."""
+    rows = [row("empty-kernel", 3.2, 4.0, Kind.FLOOR), row("eager", 30.0, 100.0, Kind.BASELINE),
+            row("memoised", 1.3, 1.5), row("tiny", 3.1, 5.0)]
+    res = {r["variant"]: r for r in result(rows)["rows"]}
+    assert "below-floor" in res["memoised"]["flags"]
+    assert "below-floor" not in res["tiny"]["flags"]  # within the two medians' noise of the empty kernel
+    assert "below-floor" not in res["empty-kernel"]["flags"] and "below-floor" not in res["eager"]["flags"]
+    hot = report.result_dict(rows, ENV, {"cache": "hot", "rounds": 2}, CEILINGS, complete=True)
+    assert "below-floor" in next(r for r in hot["rows"] if r["variant"] == "memoised")["flags"]
+
+
+def test_a_skipped_graph_check_shows_as_a_flag():
+    res = result([row("eager", 30.0, 100.0, Kind.BASELINE), row("uncapturable", 3.0, 10.0,
+                                                                 unchecked=("graph-replay",))])
+    r = res["rows"][1]
+    assert r["status"] == "ok" and "graph-unchecked" in r["flags"] and r["unchecked"] == ["graph-replay"]
+    assert "graph-unchecked" in render.result_table(parse_result(res))
