@@ -96,6 +96,14 @@ class Task:
 
 
 @dataclasses.dataclass(frozen=True)
+class Device:
+    """A GPU a worker is pinned to."""
+    index: int      # as the harness process numbers its CUDA devices (after any CUDA_VISIBLE_DEVICES)
+    uuid: str       # "GPU-...": what the worker is pinned to, and unique across hosts
+    name: str = ""
+
+
+@dataclasses.dataclass(frozen=True)
 class ErrorStats:
     max_abs: float
     rel: float
@@ -147,6 +155,7 @@ class Row:
     clocks: Clocks | None = None
     compile_s: float | None = None
     unchecked: tuple[str, ...] = ()  # checks that could not run (e.g. "graph-replay": capture refused)
+    device: Device | None = None     # the GPU the row ran on (None: decided without one)
 
     @property
     def failed(self) -> bool:
@@ -154,3 +163,14 @@ class Row:
 
     def key(self) -> tuple:
         return (self.shape, self.dtype, self.variant)
+
+
+_KIND_ORDER = {"floor": 0, "baseline": 1, "kernel": 2}
+_BASELINE_ORDER = {name: i for i, name in enumerate(BUILTIN_ROWS)}
+
+
+def table_order(row) -> tuple:
+    """The order of a result file's rows: small shapes first; per (shape, dtype) the floor, the torch rows,
+    then the kernels. Works on a Row and on a result file's ResultRow alike."""
+    return (row.shape.tokens * row.shape.d, row.shape.label(), row.dtype, _KIND_ORDER.get(row.kind, 3),
+            _BASELINE_ORDER.get(row.variant, 9), row.variant)

@@ -4,10 +4,12 @@ from __future__ import annotations
 
 import dataclasses
 import math
+from collections.abc import Mapping
 
 import numpy as np
 
-from harness.records import BUILTIN_ROWS, FLOOR_ROW, REFERENCE_ROW, CacheMode, Kind, Row, Status, Timing
+from harness.records import (BUILTIN_ROWS, FLOOR_ROW, REFERENCE_ROW, CacheMode, Device, Kind, Row, Status, Timing,
+                             table_order)
 from harness.resultfile import SCHEMA
 from harness.roofline import SUSPECT_BELOW, Ceilings, roofline
 
@@ -120,25 +122,25 @@ def row_dict(row: Row, by_key: dict, ceilings: Ceilings | None, cache: CacheMode
         "compile_s": _round(row.compile_s, 3),
         "unchecked": list(row.unchecked),
         "flags": flags(row, roof, cache, by_key),
+        "device": {"index": row.device.index, "uuid": row.device.uuid} if row.device else None,
     }
 
 
 def result_dict(rows: list[Row], env: dict, settings: dict, ceilings: Ceilings | None, complete: bool,
-                builds: dict[str, str] | None = None) -> dict:
+                builds: dict[str, str] | None = None,
+                devices: Mapping[Device, Ceilings | None] | None = None) -> dict:
+    """`devices`: each GPU the rows ran on, with the ceilings measured on it; a row that ran on one is held
+    against that GPU's ceilings, other rows against `ceilings` (which older readers take as the run's)."""
     by_key = {r.key(): r for r in rows}
-    ordered = sorted(rows, key=_order)
-    builds = builds or {}
-    return {"schema": SCHEMA, "complete": complete, "env": env, "settings": settings,
-            "ceilings": dataclasses.asdict(ceilings) if ceilings else None,
-            "rows": [row_dict(r, by_key, ceilings, CacheMode(settings.get("cache", CacheMode.COLD_READ)),
-                              builds.get(r.variant))
-                     for r in ordered]}
-
-
-_KIND_ORDER = {"floor": 0, "baseline": 1, "kernel": 2}
-_BASELINE_ORDER = {name: i for i, name in enumerate(BUILTIN_ROWS)}
-
-
-def _order(row: Row):
-    return (row.shape.tokens * row.shape.d, row.shape.label(), row.dtype, _KIND_ORDER.get(row.kind, 3),
-            _BASELINE_ORDER.get(row.variant, 9), row.variant)
+    ordered = sorted(rows, key=table_order)
+    builds, devices = builds or {}, devices or {}
+    cache = CacheMode(settings.get("cache", CacheMode.COLD_READ))
+    out = {"schema": SCHEMA, "complete": complete, "env": env, "settings": settings,
+           "ceilings": dataclasses.asdict(ceilings) if ceilings else None}
+    if devices:
+        out["devices"] = [{"index": d.index, "uuid": d.uuid, "name": d.name, "host": env.get("host"),
+                           "ceilings": dataclasses.asdict(c) if c else None}
+                          for d, c in sorted(devices.items(), key=lambda item: item[0].index)]
+    out["rows"] = [row_dict(r, by_key, devices.get(r.device, ceilings) if r.device else ceilings, cache,
+                            builds.get(r.variant)) for r in ordered]
+    return out

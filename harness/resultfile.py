@@ -21,6 +21,9 @@ from harness.shapes import Shape
 # 2 added per row `gpu_warm_us`, `call_us.calls_per_sample`, `speedup.vs_torch_best`, `torch_best` and
 # `unchecked`, and to `settings` the list forms of `tokens`, `baselines` and `variants`, and one `cache`
 # mode. Schema 1 files read with defaults for these (parse_result).
+# Optional in any schema, and absent from older files: per row `device` ({index, uuid}: the GPU it ran on),
+# and top-level `devices` (each GPU with its ceilings) and `run` (GPUs, shard, sweep, wall times). Readers
+# that do not know them ignore them; merge keeps them.
 SCHEMA = 2
 READABLE_SCHEMAS = (1, 2)
 REQUIRED_ROW_KEYS = ("variant", "shape", "dtype", "status")
