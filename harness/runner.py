@@ -1,22 +1,28 @@
-"""Runs every (target, shape, dtype): builds first, then one worker process per target, row by row.
+"""Runs every (target, shape, dtype): builds first, then one worker process per target, row by row; with
+several GPUs, one such loop per GPU over its share of the (shape, dtype) groups, each pinned to its GPU.
 
 The runner never prints: it logs progress and hands each finished row to `on_row`, so the caller
 can write the result file as rows arrive (an interrupted run keeps every row that finished).
 """
 from __future__ import annotations
 
+import contextlib
 import dataclasses
+import functools
 import logging
 import multiprocessing
+import os
 import queue as queue_module
+import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
 
-from harness import build, discover
+from harness import build, discover, schedule
 from harness.baselines import baseline_targets
+from harness.devices import probe_worker
 from harness.errors import HeaderError
-from harness.records import BUILTIN_ROWS, Kind, Row, Settings, Status, Target, Task
+from harness.records import BUILTIN_ROWS, Device, Kind, Row, Settings, Status, Target, Task
 from harness.roofline import Ceilings
 from harness.worker import measure_ceilings_worker, serve
 
@@ -83,17 +89,70 @@ def not_run_rows(targets: list[Target], tasks: list[Task], why: str) -> list[Row
             for t in targets for task in tasks if task.dtype in t.dtypes]
 
 
-def _spawn(ctx, target, fn, *args):
+# ---- processes -----------------------------------------------------------------------------------
+
+@dataclasses.dataclass(frozen=True)
+class Processes:
+    """The entry points of the processes the runner starts (tests pass fakes that crash, hang or lose
+    their GPU on cue), and how long one may take to start."""
+    serve: Callable = serve                       # runs one target's tasks (harness/worker.py)
+    ceilings: Callable = measure_ceilings_worker  # measures one device's copy bandwidth and matmul rates
+    probe: Callable = probe_worker                # does a fresh process still get a working GPU?
+    start_timeout_s: float = 180.0
+    probe_timeout_s: float = 60.0
+
+
+class DeviceLost(Exception):
+    """A GPU stopped working: a fresh process cannot use it. `pending` are the current target's rows
+    that did not run there (None: none of the device's rows ran)."""
+
+    def __init__(self, reason: str, pending: list[Task] | None):
+        super().__init__(reason)
+        self.reason, self.pending = reason, pending
+
+
+VISIBLE_DEVICES = "CUDA_VISIBLE_DEVICES"
+_PIN_LOCK = threading.Lock()
+
+
+@contextlib.contextmanager
+def pinned_to(device: Device | None):
+    """Processes started in the block see only `device` (as their device 0): CUDA_VISIBLE_DEVICES=<UUID>
+    is in their environment from the start, so nothing they run (torch, a variant's own cudaSetDevice,
+    cuBLAS) can reach another GPU. A UUID, not an index: indices depend on CUDA_DEVICE_ORDER and on the
+    CUDA_VISIBLE_DEVICES this process got. The variable is restored after; the lock keeps the device
+    threads from starting processes under each other's value. No other variable is touched."""
+    if device is None:
+        yield
+        return
+    with _PIN_LOCK:
+        saved = os.environ.get(VISIBLE_DEVICES)
+        os.environ[VISIBLE_DEVICES] = device.uuid
+        try:
+            yield
+        finally:
+            if saved is None:
+                del os.environ[VISIBLE_DEVICES]
+            else:
+                os.environ[VISIBLE_DEVICES] = saved
+
+
+def _spawn(ctx, name: str, fn, *args, device: Device | None = None):
     q = ctx.Queue()
-    proc = ctx.Process(target=fn, args=(*args, q), name=f"worker-{target}", daemon=True)
-    proc.start()
+    proc = ctx.Process(target=fn, args=(*args, q), name=f"worker-{name}", daemon=True)
+    with pinned_to(device):
+        proc.start()
     return proc, q
 
 
-def _receive(proc, q, timeout_s: float):
-    """The next message, or None if the worker died or stayed silent for timeout_s."""
+def _stopped(stop: threading.Event | None) -> bool:
+    return stop is not None and stop.is_set()
+
+
+def _receive(proc, q, timeout_s: float, stop: threading.Event | None = None):
+    """The next message, or None if the worker died, stayed silent for timeout_s, or the run was stopped."""
     deadline = time.monotonic() + timeout_s
-    while time.monotonic() < deadline:
+    while time.monotonic() < deadline and not _stopped(stop):
         try:
             return q.get(timeout=0.5)
         except queue_module.Empty:
@@ -112,55 +171,208 @@ def _stop(proc) -> None:
 
 
 def run_target(target: Target, tasks: list[Task], settings: Settings, on_row: Callable[[Row], None],
-               row_timeout_s: float, start_timeout_s: float = 180.0, worker: Callable = serve) -> None:
+               row_timeout_s: float, start_timeout_s: float = 180.0, worker: Callable = serve,
+               device: Device | None = None, probe: Callable[[], str | None] | None = None,
+               stop: threading.Event | None = None) -> float:
     """All tasks of one target; a crashed or silent worker costs its current row, then a new one starts.
-    `worker` is the process's entry point (tests pass fakes that crash or hang on cue)."""
+    `worker` is the process's entry point (tests pass fakes that crash or hang on cue); it runs pinned to
+    `device` if one is given. A worker that fails before it is ready has not run any variant code: then
+    `probe` (if given) says whether the device itself is gone, and if so DeviceLost ends the target.
+    Returns the seconds its workers took to become ready (process start, imports, CUDA context)."""
     ctx = multiprocessing.get_context("spawn")
     pending = list(tasks)
-    while pending:
-        proc, q = _spawn(ctx, target.name, worker, target, pending, settings)
-        current, rows_done = None, 0
+    startup_s = 0.0
+    while pending and not _stopped(stop):
+        spawned = time.monotonic()
+        proc, q = _spawn(ctx, target.name, worker, target, pending, settings, device=device)
+        ready, current, rows_done = False, None, 0
         try:
-            msg = _receive(proc, q, start_timeout_s)
+            msg = _receive(proc, q, start_timeout_s, stop)
             while msg is not None and msg[0] != "done":
                 kind, payload = msg
-                if kind == "start":
+                if kind == "ready":
+                    ready, startup_s = True, startup_s + time.monotonic() - spawned
+                elif kind == "start":
                     current = payload
                 elif kind == "row":
                     pending.remove(Task(payload.shape, payload.dtype))
                     on_row(payload)
                     current, rows_done = None, rows_done + 1
-                msg = _receive(proc, q, row_timeout_s if current else start_timeout_s)
-            if msg is None and (current is not None or rows_done == 0):
+                msg = _receive(proc, q, row_timeout_s if current else start_timeout_s, stop)
+            if msg is None and not _stopped(stop) and (current is not None or rows_done == 0):
                 # Died or hung inside a row (or before its first): that row pays, the rest go on.
                 victim = current or pending[0]
                 status = Status.TIMED_OUT if proc.is_alive() else Status.CRASHED
+                _stop(proc)
                 why = (f"no answer within {row_timeout_s:.0f} s (hang?)" if status == Status.TIMED_OUT
                        else f"worker process died (exit code {proc.exitcode})")
+                if not ready and probe is not None and (reason := probe()):
+                    raise DeviceLost(reason, pending)
                 pending.remove(victim)
                 on_row(Row(target.name, target.kind, victim.shape, victim.dtype, status, why))
         finally:
             _stop(proc)
+    return startup_s
 
 
-def measure_ceilings(dtypes: list[str], timeout_s: float = 300.0) -> Ceilings | None:
+def measure_ceilings(dtypes: list[str], timeout_s: float = 300.0, device: Device | None = None,
+                     worker: Callable = measure_ceilings_worker,
+                     stop: threading.Event | None = None) -> Ceilings | None:
     ctx = multiprocessing.get_context("spawn")
-    proc, q = _spawn(ctx, "ceilings", measure_ceilings_worker, dtypes)
+    proc, q = _spawn(ctx, "ceilings", worker, dtypes, device=device)
     try:
-        msg = _receive(proc, q, timeout_s)
+        msg = _receive(proc, q, timeout_s, stop)
         return msg[1] if msg else None
     finally:
         _stop(proc)
 
 
+def probe_device(device: Device, processes: Processes = Processes()) -> str | None:
+    """None if a fresh process pinned to `device` gets a working CUDA context there, else why not."""
+    ctx = multiprocessing.get_context("spawn")
+    proc, q = _spawn(ctx, f"probe-gpu{device.index}", processes.probe, device=device)
+    try:
+        msg = _receive(proc, q, processes.probe_timeout_s)
+        silent = msg is None and proc.is_alive()
+    finally:
+        _stop(proc)
+    if msg is None:
+        return ("a fresh process got no answer from it" if silent else
+                f"a fresh process could not start on it (exit code {proc.exitcode})")
+    return None if msg[0] == "ok" else f"a fresh process cannot use it ({msg[1]})"
+
+
+# ---- the run: groups over devices ------------------------------------------------------------------
+
+@dataclasses.dataclass(frozen=True)
+class Share:
+    """The groups one device runs, and how long it took: wall seconds from its first process to its last
+    row, and of those the seconds its worker processes took to start (the fixed cost of each GPU)."""
+    device: Device | None     # None: this process's current GPU, unpinned
+    tasks: list[Task]
+    busy_s: float = 0.0
+    startup_s: float = 0.0
+
+
+def assign(targets: list[Target], tasks: list[Task], devices: list[Device] | None) -> list[Share]:
+    """Whole (shape, dtype) groups per device (harness/schedule.py says why), balanced on the number of
+    rows each group runs. One device gets every group in the order given: the work of a one-GPU run."""
+    if not devices:
+        return [Share(None, list(tasks))]
+    parts = schedule.split(tasks, len(devices), weight=lambda task: sum(task.dtype in t.dtypes for t in targets))
+    for device, part in zip(devices, parts):
+        if not part:
+            log.info("GPU %d idle: fewer (shape, dtype) groups than GPUs", device.index)
+    return [Share(device, part) for device, part in zip(devices, parts) if part]
+
+
+@dataclasses.dataclass(frozen=True)
+class _Context:
+    """What every device's share needs; `emit` and `on_ceilings` are serialized across device threads."""
+    settings: Settings
+    emit: Callable[[Row], None]
+    on_ceilings: Callable[[Device | None, Ceilings | None], None] | None
+    row_timeout_s: float
+    processes: Processes
+    stop: threading.Event
+
+
+def run_share(share: Share, targets: list[Target], cx: _Context) -> Share:
+    """One device's groups, target by target, a worker process per target: the order a one-GPU run has
+    always had. If the device is lost, its remaining rows are not-run with the reason."""
+    t0 = time.monotonic()
+    device = share.device
+    emit = cx.emit if device is None else (lambda row: cx.emit(dataclasses.replace(row, device=device)))
+    probe = None if device is None else (lambda: probe_device(device, cx.processes))
+    todo = [(t, runnable) for t in targets if (runnable := [task for task in share.tasks if task.dtype in t.dtypes])]
+    where = "" if device is None else f" on GPU {device.index}"
+    done, startup_s = 0, 0.0
+    try:
+        if cx.on_ceilings is not None and todo:
+            ceilings = measure_ceilings(sorted({t.dtype for t in share.tasks}), device=device,
+                                        worker=cx.processes.ceilings, stop=cx.stop)
+            if ceilings is None and probe is not None and (reason := probe()):
+                raise DeviceLost(reason, None)
+            cx.on_ceilings(device, ceilings)
+        for target, runnable in todo:
+            if cx.stop.is_set():
+                break
+            log.info("running %s on %d (shape, dtype) pair(s)%s", target.name, len(runnable), where)
+            startup_s += run_target(target, runnable, cx.settings, emit, cx.row_timeout_s,
+                                    cx.processes.start_timeout_s, cx.processes.serve, device=device, probe=probe,
+                                    stop=cx.stop)
+            done += 1
+    except DeviceLost as lost:
+        why = f"GPU {device.index} ({device.uuid}) lost: {lost.reason}"
+        left = todo[done:] if lost.pending is None else [(todo[done][0], lost.pending)] + todo[done + 1:]
+        log.warning("%s; %d row(s) not run", why, sum(len(tasks) for _, tasks in left))
+        for target, tasks in left:
+            for task in tasks:
+                emit(Row(target.name, target.kind, task.shape, task.dtype, Status.NOT_RUN, why))
+    return dataclasses.replace(share, busy_s=time.monotonic() - t0, startup_s=startup_s)
+
+
 def run(plan_: Plan, tasks: list[Task], settings: Settings, on_row: Callable[[Row], None],
-        row_timeout_s: float = 600.0) -> None:
+        row_timeout_s: float = 600.0, devices: list[Device] | None = None,
+        on_ceilings: Callable[[Device | None, Ceilings | None], None] | None = None,
+        processes: Processes = Processes()) -> list[Share]:
+    """Every row of the plan. `devices`: the GPUs to spread whole (shape, dtype) groups over, one thread and
+    one worker process at a time per GPU, each pinned to its GPU; None runs on this process's current GPU,
+    unpinned. `on_ceilings(device, ceilings)` receives each device's ceilings, measured before its rows
+    (not measured without it). Returns what each device ran and for how long."""
+    stop, lock = threading.Event(), threading.Lock()
+
+    def emit(row: Row) -> None:
+        with lock:
+            if stop.is_set():  # after Ctrl-C, killed workers are not the variants' crashes
+                return
+            try:
+                on_row(row)
+            except BaseException:  # Ctrl-C or a failing handler: no other device's row gets in after it
+                stop.set()
+                raise
+
+    def ceilings(device: Device | None, found: Ceilings | None) -> None:
+        with lock:
+            on_ceilings(device, found)
+
+    cx = _Context(settings, emit, ceilings if on_ceilings else None, row_timeout_s, processes, stop)
     for row in plan_.rows:
-        on_row(row)
+        emit(row)
     for target in plan_.targets:
         for row in unsupported_rows(target, tasks):
-            on_row(row)
-        runnable = [t for t in tasks if t.dtype in target.dtypes]
-        if runnable:
-            log.info("running %s on %d (shape, dtype) pair(s)", target.name, len(runnable))
-            run_target(target, runnable, settings, on_row, row_timeout_s)
+            emit(row)
+    shares = assign(plan_.targets, tasks, devices)
+    if len(shares) == 1:  # in this thread: Ctrl-C reaches the one running worker loop directly
+        return [run_share(shares[0], plan_.targets, cx)]
+    return _in_threads([functools.partial(run_share, share, plan_.targets, cx) for share in shares], stop)
+
+
+def _in_threads(jobs: list[Callable[[], Share]], stop: threading.Event) -> list[Share]:
+    """Each job in a thread of its own; Ctrl-C (or a bug in one) stops them all."""
+    results: list = [None] * len(jobs)
+    errors: list[BaseException] = []
+
+    def guarded(i: int) -> None:
+        try:
+            results[i] = jobs[i]()
+        except BaseException as exc:  # re-raised in the main thread below
+            errors.append(exc)
+            stop.set()
+
+    threads = [threading.Thread(target=guarded, args=(i,), name=f"device-{i}", daemon=True)
+               for i in range(len(jobs))]
+    for thread in threads:
+        thread.start()
+    try:
+        for thread in threads:
+            while thread.is_alive():
+                thread.join(timeout=0.2)
+    except KeyboardInterrupt:
+        stop.set()  # each thread kills its worker and returns; the rows it would send after are dropped
+        for thread in threads:
+            thread.join()
+        raise
+    if errors:
+        raise errors[0]
+    return results

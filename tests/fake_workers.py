@@ -1,7 +1,9 @@
 """Worker entry points that behave on cue, for testing the runner's process handling without a GPU.
 They speak the real protocol: ("ready"), then ("start", task) and ("row", Row) per task, then ("done")."""
+import json
 import os
 import time
+from pathlib import Path
 
 from harness.records import Row, Status
 
@@ -44,3 +46,62 @@ def hangs_on_dtype_float16(target, tasks, settings, queue):
 
 def dies_at_start(target, tasks, settings, queue):
     os._exit(9)
+
+
+# ---- several GPUs: what a worker sees of its pinning, and a GPU that falls off the bus ----
+
+LOST_DIR = "KVBENCH_TEST_LOST_DIR"   # a folder; a file named after a GPU's UUID there means that GPU is gone
+LOSING_GPU = "GPU-bbbb"              # the GPU that fails in `loses_gpu_b_on_its_second_row`
+
+
+def _pinned_to() -> str | None:
+    return os.environ.get("CUDA_VISIBLE_DEVICES")
+
+
+def reports_its_gpu(target, tasks, settings, queue):
+    """Each row's message says what the process saw: the GPU it was pinned to, the NCCL setting it
+    inherited, its pid, and when the row started and ended (to see two GPUs work at once)."""
+    queue.put(("ready", None))
+    for task in tasks:
+        queue.put(("start", task))
+        t0 = time.time()
+        time.sleep(0.4)
+        seen = {"visible": _pinned_to(), "nccl_nvls": os.environ.get("NCCL_NVLS_ENABLE"), "pid": os.getpid(),
+                "t0": t0, "t1": time.time()}
+        queue.put(("row", Row(target.name, target.kind, task.shape, task.dtype, Status.OK, json.dumps(seen))))
+    queue.put(("done", None))
+
+
+def _gone(gpu: str | None) -> bool:
+    return gpu is not None and (Path(os.environ[LOST_DIR]) / gpu).exists()
+
+
+def loses_gpu_b_on_its_second_row(target, tasks, settings, queue):
+    """On LOSING_GPU the second row a process runs takes the GPU down: that process dies, and every later
+    process pinned there dies before it is ready, as torch.cuda.init() does on a GPU that is gone."""
+    if _gone(_pinned_to()):
+        os._exit(1)
+    queue.put(("ready", None))
+    for i, task in enumerate(tasks):
+        queue.put(("start", task))
+        if _pinned_to() == LOSING_GPU and i == 1:
+            (Path(os.environ[LOST_DIR]) / LOSING_GPU).touch()
+            queue.close()
+            queue.join_thread()
+            os._exit(7)
+        queue.put(("row", _row(target, task)))
+    queue.put(("done", None))
+
+
+def probe_sees_lost_gpus(queue):
+    if _gone(_pinned_to()):
+        queue.put(("error", "RuntimeError: No CUDA GPUs are available"))
+    else:
+        queue.put(("ok", None))
+
+
+def ceilings_name_their_gpu(dtypes, queue):
+    """Stands in for the measured ceilings: which GPU the measuring process saw (it dies on a lost GPU)."""
+    if os.environ.get(LOST_DIR) and _gone(_pinned_to()):
+        os._exit(1)
+    queue.put(("ceilings", _pinned_to()))

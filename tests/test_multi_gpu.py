@@ -1,0 +1,125 @@
+"""Several GPUs on CPU, with fake workers: whole (shape, dtype) groups per GPU, workers pinned to their GPU,
+GPUs working at once, a GPU that is lost mid-run, ceilings per GPU, and one GPU doing what a run always did."""
+import json
+import os
+from collections import defaultdict
+
+import fake_workers
+import pytest
+
+from harness import runner
+from harness.records import Device, Kind, Settings, Status, Target, Task
+from harness.shapes import parse_shapes
+
+GPU_A = Device(0, "GPU-aaaa", "NVIDIA H200")
+GPU_B = Device(1, fake_workers.LOSING_GPU, "NVIDIA H200")
+TARGETS = [Target("first", Kind.KERNEL, ("float32", "bfloat16")), Target("second", Kind.KERNEL, ("float32",))]
+TASKS = [Task(s, d) for s in parse_shapes("seed,deepseek-v2-lite") for d in ("float32", "bfloat16")]
+PLAN = runner.Plan(TARGETS, [])
+
+
+def run(serve, devices, tasks=TASKS, **kw):
+    rows, ceilings = [], []
+    shares = runner.run(PLAN, tasks, Settings(), rows.append, row_timeout_s=20, devices=devices,
+                        on_ceilings=lambda device, found: ceilings.append((device, found)),
+                        processes=runner.Processes(serve=serve, ceilings=fake_workers.ceilings_name_their_gpu,
+                                                   probe=fake_workers.probe_sees_lost_gpus, start_timeout_s=20,
+                                                   probe_timeout_s=20), **kw)
+    return rows, ceilings, shares
+
+
+def timed(rows):
+    return [r for r in rows if r.status != Status.UNSUPPORTED]
+
+
+def test_each_row_ran_pinned_to_its_recorded_gpu_and_nothing_else_changed(monkeypatch):
+    monkeypatch.setenv("NCCL_NVLS_ENABLE", "0")
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "0,1")
+    rows, _, _ = run(fake_workers.reports_its_gpu, [GPU_A, GPU_B])
+    for row in timed(rows):
+        seen = json.loads(row.message)
+        assert seen["visible"] == row.device.uuid  # the worker saw only the GPU its row names
+        assert seen["nccl_nvls"] == "0"            # inherited untouched
+    assert {r.device for r in timed(rows)} == {GPU_A, GPU_B}
+    assert os.environ["CUDA_VISIBLE_DEVICES"] == "0,1"  # this process's own setting is back
+
+
+def test_a_group_never_straddles_two_gpus_and_every_row_runs_once():
+    rows, _, shares = run(fake_workers.reports_its_gpu, [GPU_A, GPU_B])
+    keys = [r.key() for r in rows]
+    expected = {(t.shape, t.dtype, target.name) for t in TASKS for target in TARGETS}
+    assert len(keys) == len(set(keys)) and set(keys) == expected
+    gpus_of_group = defaultdict(set)
+    for row in timed(rows):
+        gpus_of_group[(row.shape, row.dtype)].add(row.device)
+    assert all(len(gpus) == 1 for gpus in gpus_of_group.values())
+    # balanced on rows: each GPU has one float32 group (2 rows) and one bfloat16 group (1 row)
+    assert sorted(len(share.tasks) for share in shares) == [2, 2]
+    assert all(share.busy_s > share.startup_s > 0 for share in shares)
+    assert sorted(sum(t.dtype == "float32" for t in share.tasks) for share in shares) == [1, 1]
+    unsupported = [r for r in rows if r.status == Status.UNSUPPORTED]
+    assert len(unsupported) == 2 and all(r.device is None for r in unsupported)
+
+
+def test_two_gpus_work_at_the_same_time():
+    rows, _, _ = run(fake_workers.reports_its_gpu, [GPU_A, GPU_B])
+    spans = defaultdict(list)
+    for row in timed(rows):
+        seen = json.loads(row.message)
+        spans[row.device].append((seen["t0"], seen["t1"]))
+    overlap = [(a0, a1) for a0, a1 in spans[GPU_A] for b0, b1 in spans[GPU_B] if a0 < b1 and b0 < a1]
+    assert overlap, "no row on one GPU ran while a row ran on the other"
+
+
+def test_one_gpu_runs_the_same_rows_in_the_same_order_as_before():
+    pinned, _, _ = run(fake_workers.well_behaved, [GPU_A])
+    unpinned, _, _ = run(fake_workers.well_behaved, None)
+    assert [(r.variant, r.shape, r.dtype, r.status) for r in pinned] == \
+           [(r.variant, r.shape, r.dtype, r.status) for r in unpinned]
+    assert {r.device for r in timed(pinned)} == {GPU_A} and {r.device for r in unpinned} == {None}
+    assert len({r.message for r in timed(pinned) if r.variant == "first"}) == 1  # one worker per target
+
+
+def test_a_lost_gpu_marks_its_remaining_rows_not_run_and_the_other_goes_on(tmp_path, monkeypatch):
+    monkeypatch.setenv(fake_workers.LOST_DIR, str(tmp_path))
+    rows, _, _ = run(fake_workers.loses_gpu_b_on_its_second_row, [GPU_A, GPU_B])
+    on_a = [r for r in timed(rows) if r.device == GPU_A]
+    on_b = [r for r in timed(rows) if r.device == GPU_B]
+    assert on_a and {r.status for r in on_a} == {Status.OK}
+    # GPU b: its first row ran, the second took the GPU down with it, the rest could not run there
+    assert [r.status for r in on_b] == [Status.OK, Status.CRASHED, Status.NOT_RUN]
+    assert on_b[1].variant == "first" and "worker process died (exit code 7)" in on_b[1].message
+    assert on_b[2].variant == "second" and on_b[2].message == (
+        "GPU 1 (GPU-bbbb) lost: a fresh process cannot use it (RuntimeError: No CUDA GPUs are available)")
+    assert len({r.key() for r in rows}) == len(rows) == len(TASKS) * len(TARGETS)
+
+
+def test_a_gpu_lost_before_its_first_row_has_all_its_rows_not_run(tmp_path, monkeypatch):
+    monkeypatch.setenv(fake_workers.LOST_DIR, str(tmp_path))
+    (tmp_path / GPU_B.uuid).touch()
+    rows, ceilings, _ = run(fake_workers.loses_gpu_b_on_its_second_row, [GPU_A, GPU_B])
+    on_b = [r for r in timed(rows) if r.device == GPU_B]
+    assert on_b and {r.status for r in on_b} == {Status.NOT_RUN}
+    assert all("GPU 1 (GPU-bbbb) lost" in r.message for r in on_b)
+    assert ceilings == [(GPU_A, GPU_A.uuid)]  # the lost GPU's measurement failed first
+    assert {r.status for r in timed(rows) if r.device == GPU_A} == {Status.OK}
+
+
+def test_ceilings_are_measured_on_each_gpu():
+    _, ceilings, _ = run(fake_workers.well_behaved, [GPU_A, GPU_B])
+    assert sorted(ceilings, key=lambda c: c[0].index) == [(GPU_A, GPU_A.uuid), (GPU_B, GPU_B.uuid)]
+
+
+def test_a_failure_in_one_gpu_thread_stops_the_run_and_drops_later_rows():
+    rows = []
+
+    def interrupted(row):
+        rows.append(row)
+        if row.status == Status.OK:
+            raise KeyboardInterrupt  # as Ctrl-C, or a bug in the caller's row handler
+
+    with pytest.raises(KeyboardInterrupt):
+        runner.run(PLAN, TASKS, Settings(), interrupted, row_timeout_s=20, devices=[GPU_A, GPU_B],
+                   processes=runner.Processes(serve=fake_workers.reports_its_gpu, start_timeout_s=20))
+    assert [r.status for r in rows if r.status == Status.OK] == [Status.OK]
+    assert not [p for p in __import__("multiprocessing").active_children() if p.name.startswith("worker-")]
