@@ -10,12 +10,14 @@ import datetime
 import logging
 import sys
 import tempfile
+import time
 from pathlib import Path
 
-from harness import compare, discover, render
+from harness import compare, discover, render, schedule
 from harness.errors import ToolchainError, UsageError
-from harness.records import ALWAYS_RUN, BUILTIN_ROWS, CacheMode, Kind, Settings, Task
+from harness.records import ALWAYS_RUN, BUILTIN_ROWS, CacheMode, Device, Kind, Settings, Task
 from harness.resultfile import ResultFile, load_result, parse_result, write_result_file
+from harness.schedule import Shard
 from harness.shapes import DEFAULT_TOKENS, parse_dtypes, parse_shapes, parse_tokens
 from harness.stats import StoppingRule
 
@@ -32,7 +34,7 @@ class _Parser(argparse.ArgumentParser):
 def bench_parser() -> argparse.ArgumentParser:
     p = _Parser(prog="run_bench.py", description="Check and time every CUDA variant in kernels/ against "
                 "the PyTorch reference. `run_bench.py compare BASELINE CURRENT` compares two result files; "
-                "`run_bench.py plot RESULT` draws its speedups.")
+                "`run_bench.py plot RESULT` draws its speedups; `run_bench.py merge A B ... --out ALL` joins shards.")
     p.add_argument("--variant", default="all", help="'all' or a comma list of kernel names (file stems)")
     p.add_argument("--shape", action="append", help="presets (comma list) or b=..,s=..,d=..,rank=..,heads=..,"
                    "head_dim=..; repeat the flag for several explicit shapes (default: seed)")
@@ -56,6 +58,10 @@ def bench_parser() -> argparse.ArgumentParser:
     p.add_argument("--timeout", type=float, default=600.0, help="seconds a row may take before it is timed out")
     p.add_argument("--kernels", type=Path, default=REPO / "kernels", help="folder of variant .cu files")
     p.add_argument("--jobs", type=int, help="parallel builds (default: CPU count)")
+    p.add_argument("--devices", help="GPUs to spread the (shape, dtype) groups over: 'all' or a comma list of "
+                   "indices (default: 0); each GPU runs whole groups, in worker processes pinned to it")
+    p.add_argument("--shard", metavar="I/N", help="run only shard I of N of the (shape, dtype) groups (one job of "
+                   "a CI matrix or Slurm array); `run_bench.py merge` joins the shards' result files")
     p.add_argument("--allow-failures", action="store_true", help="exit 0 even if a variant fails")
     p.add_argument("--compare", type=Path, metavar="BASELINE", help="after the run, compare against this file")
     p.add_argument("--save-baseline", action="store_true", help="also write results/<gpu>/baseline.json")
@@ -70,6 +76,14 @@ def compare_parser() -> argparse.ArgumentParser:
     p.add_argument("--markdown", type=Path, help="write a pull-request comment here")
     p.add_argument("--floor", type=float, default=compare.DEFAULT_FLOOR, help="smallest change that counts")
     p.add_argument("--force", action="store_true", help="compare files from different GPU models")
+    return p
+
+
+def merge_parser() -> argparse.ArgumentParser:
+    p = _Parser(prog="run_bench.py merge", description="Merge the result files of shards (disjoint (shape, dtype) "
+                "groups, one commit and settings) into one result file (no GPU needed).")
+    p.add_argument("files", type=Path, nargs="+", help="result files, e.g. one per shard")
+    p.add_argument("--out", type=Path, required=True, help="the merged result file")
     return p
 
 
@@ -99,6 +113,20 @@ def run_compare(argv: list[str]) -> int:
     if args.markdown:
         args.markdown.write_text(render.comparison_markdown(result))
     return result.exit_code
+
+
+def run_merge(argv: list[str]) -> int:
+    from harness.merge import merge_files
+    args = merge_parser().parse_args(argv)
+    _check_writable(args.out, "--out")
+    merged = merge_files(args.files)
+    write_result_file(args.out, merged.data)
+    result = parse_result(merged.data, str(args.out))
+    print(render.result_table(result))
+    for note in merged.notes:
+        print(f"note: {note}")
+    print(f"merged {len(args.files)} file(s), {len(result.rows)} row(s): {args.out}")
+    return EXIT_OK
 
 
 def plot_parser() -> argparse.ArgumentParser:
@@ -134,6 +162,9 @@ class Request:
     paths: list[Path]                 # the selected kernels/*.cu
     baselines: tuple[str, ...]        # the built-in rows that run
     baseline: ResultFile | None       # --compare's file, read up front so a bad one fails fast
+    shard: Shard | None = None        # --shard: `tasks` are this shard's groups
+    sweep: str = ""                   # names the whole sweep's groups (schedule.sweep_id)
+    sweep_groups: int = 0             # how many (shape, dtype) groups the whole sweep has
 
 
 def check_request(args: argparse.Namespace) -> Request:
@@ -142,6 +173,9 @@ def check_request(args: argparse.Namespace) -> Request:
     tokens = parse_tokens(args.tokens)
     shapes = [s for spec in (args.shape or ["seed"]) for s in parse_shapes(spec, tokens)]
     tasks = [Task(shape, dtype) for shape in dict.fromkeys(shapes) for dtype in parse_dtypes(args.dtype)]
+    shard = schedule.parse_shard(args.shard) if args.shard else None
+    sweep, sweep_groups = schedule.sweep_id(tasks), len(tasks)
+    tasks = schedule.shard_tasks(tasks, shard) if shard else tasks
     if not args.kernels.is_dir():
         raise UsageError(f"--kernels {args.kernels}: not a folder")
     paths = discover.select(discover.discover(args.kernels), args.variant)
@@ -149,7 +183,7 @@ def check_request(args: argparse.Namespace) -> Request:
     _check_writable(args.json, "--json")
     _check_writable(args.markdown, "--markdown")
     baseline = load_result(args.compare) if args.compare else None
-    return Request(tasks, tokens, paths, baselines, baseline)
+    return Request(tasks, tokens, paths, baselines, baseline, shard, sweep, sweep_groups)
 
 
 def make_settings(args: argparse.Namespace, request: Request) -> Settings:
@@ -168,6 +202,13 @@ def settings_record(settings: Settings, request: Request, arch: str) -> dict:
             "baselines": list(settings.baselines), "variants": [p.stem for p in request.paths]}
 
 
+def run_record(request: Request, devices: list[Device]) -> dict:
+    """The result file's `run`: where this run's rows ran and which part of which sweep they are (merge
+    reads it); the wall times are added when the rows are done."""
+    return {"devices": [d.index for d in devices], "sweep": request.sweep, "sweep_groups": request.sweep_groups,
+            "shard": dataclasses.asdict(request.shard) if request.shard else None, "groups": len(request.tasks)}
+
+
 def check_same_gpu(baseline: ResultFile | None, path: Path | None, machine: dict) -> None:
     if baseline is not None and machine["gpu"] and baseline.env.get("gpu") != machine["gpu"]:
         raise UsageError(f"--compare {path}: its GPU is {baseline.env.get('gpu')}, this one is "
@@ -183,6 +224,14 @@ class ResultSink:
         self.builds: dict[str, str] = {}  # kernel name -> build (module) name, once built
         self.rows: list = []
         self.ceilings = None
+        self.device_ceilings: dict = {}   # Device -> its ceilings (None where they could not be measured)
+        self.run_info: dict = {}          # the file's `run`: devices, shard, sweep, wall times
+
+    def add_ceilings(self, device, ceilings) -> None:
+        if device is not None:
+            self.device_ceilings[device] = ceilings
+            ceilings = self.device_ceilings[min(self.device_ceilings, key=lambda d: d.index)]
+        self.ceilings = ceilings  # older readers' `ceilings`: the lowest-numbered GPU's
 
     def add(self, row) -> None:
         self.rows.append(row)
@@ -191,21 +240,27 @@ class ResultSink:
 
     def save(self, complete: bool) -> dict:
         from harness.report import result_dict
-        result = result_dict(self.rows, self.machine, self.settings, self.ceilings, complete, self.builds)
+        result = result_dict(self.rows, self.machine, self.settings, self.ceilings, complete, self.builds,
+                             self.device_ceilings)
+        result = {**{k: v for k, v in result.items() if k != "rows"}, "run": self.run_info, "rows": result["rows"]}
         write_result_file(self.path, result)
         return result
 
 
 def build_and_run(request: Request, settings: Settings, sink: ResultSink, jobs: int | None, has_gpu: bool,
-                  row_timeout_s: float) -> None:
+                  row_timeout_s: float, devices: list[Device] = ()) -> None:
     from harness import runner
+    built = time.monotonic()
     plan = runner.plan(request.paths, request.tasks, jobs=jobs, baselines=settings.baselines)
+    sink.run_info["build_s"] = round(time.monotonic() - built, 1)
     sink.builds = {t.name: t.module_name for t in plan.targets if t.kind == Kind.KERNEL}
     timing = plan.targets[0]  # the empty-kernel row's extension holds the blocking kernel too
     settings = dataclasses.replace(settings, timing_so=timing.so_path, timing_module=timing.module_name)
     if has_gpu:
-        sink.ceilings = runner.measure_ceilings(sorted({t.dtype for t in request.tasks}))
-        runner.run(plan, request.tasks, settings, sink.add, row_timeout_s=row_timeout_s)
+        shares = runner.run(plan, request.tasks, settings, sink.add, row_timeout_s=row_timeout_s,
+                            devices=list(devices), on_ceilings=sink.add_ceilings)
+        sink.run_info["busy_s"] = {str(s.device.index): round(s.busy_s, 1) for s in shares if s.device}
+        sink.run_info["startup_s"] = {str(s.device.index): round(s.startup_s, 1) for s in shares if s.device}
     else:
         for row in plan.rows + runner.not_run_rows(plan.targets, request.tasks, "no CUDA device"):
             sink.add(row)
@@ -223,6 +278,7 @@ def finish(args: argparse.Namespace, sink: ResultSink, baseline: ResultFile | No
         target = REPO / "results" / (sink.machine["gpu_key"] or "nogpu") / "baseline.json"
         write_result_file(target, data)
         print(f"baseline: {target}")
+    print(wall_time_line(sink.run_info))
     code = EXIT_OK if args.allow_failures or not any(r.failed for r in sink.rows) else EXIT_FAILED
     if baseline is not None:
         comparison = compare.compare_results(baseline, result)
@@ -231,23 +287,40 @@ def finish(args: argparse.Namespace, sink: ResultSink, baseline: ResultFile | No
     return code
 
 
+def wall_time_line(run: dict) -> str:
+    startup = run.get("startup_s", {})
+    busy = ", ".join(f"GPU {index} busy {s:.1f} s ({startup.get(index, 0):.1f} s starting workers)"
+                     for index, s in run.get("busy_s", {}).items())
+    return (f"wall time {run['wall_s']:.1f} s with builds, {run['wall_without_build_s']:.1f} s without "
+            f"(builds {run.get('build_s', 0):.1f} s)" + (f"; {busy}" if busy else ""))
+
+
 def run_bench(argv: list[str]) -> int:
+    started = time.monotonic()
     args = bench_parser().parse_args(argv)
     _configure_logging(args.verbose)
     request = check_request(args)
 
     import torch  # after argument checks: a usage error should not wait for torch to import
     from harness import build, env
+    from harness.devices import visible_devices
     has_gpu = torch.cuda.is_available()
     if not has_gpu:
         print("no CUDA device: building every selected variant, running none")
+    devices = schedule.select_devices(args.devices or "0", visible_devices()) if has_gpu else []
+    if request.shard:
+        log.info("shard %s: %d of the sweep's %d (shape, dtype) group(s)", request.shard, len(request.tasks),
+                 request.sweep_groups)
     machine = env.describe()
     check_same_gpu(request.baseline, args.compare, machine)
     settings = make_settings(args, request)
     sink = ResultSink(args.json or default_json_path(machine["gpu_key"]), machine,
                       settings_record(settings, request, " ".join(build.arch_flags())))
+    sink.run_info = run_record(request, devices)
     try:  # the build too: Ctrl-C at any point leaves a result file marked incomplete
-        build_and_run(request, settings, sink, args.jobs, has_gpu, args.timeout)
+        build_and_run(request, settings, sink, args.jobs, has_gpu, args.timeout, devices)
+        wall_s = time.monotonic() - started
+        sink.run_info.update(wall_s=round(wall_s, 1), wall_without_build_s=round(wall_s - sink.run_info["build_s"], 1))
     except KeyboardInterrupt:
         sink.save(complete=False)
         print(f"interrupted: {len(sink.rows)} finished row(s) kept in {sink.path} (marked incomplete)",
@@ -268,6 +341,8 @@ def main(argv: list[str] | None = None) -> int:
             return run_compare(argv[1:])
         if argv[:1] == ["plot"]:
             return run_plot(argv[1:])
+        if argv[:1] == ["merge"]:
+            return run_merge(argv[1:])
         return run_bench(argv)
     except UsageError as exc:
         print(f"run_bench.py: error: {exc}", file=sys.stderr)

@@ -12,9 +12,9 @@ from pathlib import Path
 
 import pytest
 
-from harness import cli, discover, env, runner
+from harness import cli, devices, discover, env, runner
 from harness.errors import HeaderError
-from harness.records import Kind, Row, Status, Target, Task
+from harness.records import Device, Kind, Row, Status, Target, Task
 from harness.shapes import preset
 
 REPO = Path(__file__).resolve().parent.parent
@@ -122,6 +122,7 @@ def test_interrupted_run_keeps_finished_rows_marked_incomplete(tmp_path, monkeyp
     import torch
 
     seed = preset("seed")
+    gpu = Device(0, "GPU-00000000-0000-0000-0000-000000000000", "NVIDIA H200")
     finished = [Row("eager", Kind.BASELINE, seed, "float32", Status.OK),
                 Row("host_abort", Kind.KERNEL, seed, "float32", Status.CRASHED, "worker process died (exit code -6)")]
     out = tmp_path / "partial.json"
@@ -133,8 +134,8 @@ def test_interrupted_run_keeps_finished_rows_marked_incomplete(tmp_path, monkeyp
         return runner.Plan([floor], [Row("bad_header", Kind.KERNEL, seed, "float32", Status.BAD_HEADER,
                                          "x.cu:1: unknown")])
 
-    def fake_run(plan_, tasks, settings, on_row, row_timeout_s):
-        assert row_timeout_s == 7
+    def fake_run(plan_, tasks, settings, on_row, row_timeout_s, devices, on_ceilings):
+        assert row_timeout_s == 7 and devices == [gpu]
         for row in plan_.rows + finished:
             on_row(row)
             seen_on_disk.append(json.loads(out.read_text()))
@@ -143,6 +144,7 @@ def test_interrupted_run_keeps_finished_rows_marked_incomplete(tmp_path, monkeyp
     monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
     monkeypatch.setenv("TORCH_CUDA_ARCH_LIST", "9.0a")  # no device to ask for its architecture
     monkeypatch.setattr(env, "describe", lambda: {"gpu": "NVIDIA H200", "gpu_key": "h200"})
+    monkeypatch.setattr(devices, "visible_devices", lambda: [gpu])
     monkeypatch.setattr(runner, "plan", fake_plan)
     monkeypatch.setattr(runner, "measure_ceilings", lambda dtypes, *a, **k: None)
     monkeypatch.setattr(runner, "run", fake_run)
