@@ -105,3 +105,9 @@ def ceilings_name_their_gpu(dtypes, queue):
     if os.environ.get(LOST_DIR) and _gone(_pinned_to()):
         os._exit(1)
     queue.put(("ceilings", _pinned_to()))
+
+
+def reports_its_cuda_view(queue):
+    """On a real GPU machine: what a pinned process's CUDA sees (how many GPUs, and the first one's UUID)."""
+    import torch
+    queue.put(("view", (torch.cuda.device_count(), str(torch.cuda.get_device_properties(0).uuid))))
