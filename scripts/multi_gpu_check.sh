@@ -7,7 +7,8 @@
 # The builds are made first, cold, by a run that sees no GPU (it builds and runs nothing), so every timed
 # run finds them cached: builds do not depend on the number of GPUs, so "with builds" below is a run's
 # time without builds plus that one cold build.
-#   KVBENCH_COMMIT=$(git rev-parse HEAD) scripts/multi_gpu_check.sh      (SWEEP="..." changes the sweep)
+#   KVBENCH_COMMIT=$(git rev-parse HEAD) scripts/multi_gpu_check.sh
+# SWEEP="..." changes the sweep; SKIP_SHARDS=1 leaves out (c), to time a larger sweep in the same minutes.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 out=${OUT:-/tmp/out}
@@ -37,11 +38,13 @@ tool() {  # NAME ARGS...: a compare or merge, its output in $out/NAME.log
 CUDA_VISIBLE_DEVICES="" bench build
 bench one --devices 0
 bench two --devices 0,1
-bench shard1 --devices 0 --shard 1/2
-bench shard2 --devices 0 --shard 2/2
-tool merge merge "$out/shard1.json" "$out/shard2.json" --out "$out/merged.json"
 tool compare-two-vs-one compare "$out/one.json" "$out/two.json" --markdown "$out/compare-two-vs-one.md"
-tool compare-merged-vs-one compare "$out/one.json" "$out/merged.json" --markdown "$out/compare-merged-vs-one.md"
+if [ -z "${SKIP_SHARDS:-}" ]; then
+  bench shard1 --devices 0 --shard 1/2
+  bench shard2 --devices 0 --shard 2/2
+  tool merge merge "$out/shard1.json" "$out/shard2.json" --out "$out/merged.json"
+  tool compare-merged-vs-one compare "$out/one.json" "$out/merged.json" --markdown "$out/compare-merged-vs-one.md"
+fi
 
 $py - "$out" <<'EOF' | tee "$out/summary.txt"
 import json, sys
@@ -81,5 +84,5 @@ if merged:
           f"{'the same as' if same else 'DIFFERENT from'} the unsharded run; "
           f"compare: {headline('compare-merged-vs-one')}")
 else:
-    print("(c) the merge wrote no file: see merge.log")
+    print("(c) no merged file: shards skipped, or see merge.log")
 EOF
