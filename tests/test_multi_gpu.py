@@ -32,20 +32,30 @@ def timed(rows):
     return [r for r in rows if r.status != Status.UNSUPPORTED]
 
 
-def test_each_row_ran_pinned_to_its_recorded_gpu_and_nothing_else_changed(monkeypatch):
-    monkeypatch.setenv("NCCL_NVLS_ENABLE", "0")
-    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "0,1")
-    rows, _, _ = run(fake_workers.reports_its_gpu, [GPU_A, GPU_B])
+@pytest.fixture(scope="module")
+def two_gpu_run():
+    """One run over two GPUs whose workers report what they saw, in a process that has its own
+    CUDA_VISIBLE_DEVICES and an NCCL setting, as the GPU machine has."""
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("NCCL_NVLS_ENABLE", "0")
+        patch.setenv("CUDA_VISIBLE_DEVICES", "0,1")
+        rows, ceilings, shares = run(fake_workers.reports_its_gpu, [GPU_A, GPU_B])
+        visible_after = os.environ["CUDA_VISIBLE_DEVICES"]
+    return rows, shares, visible_after
+
+
+def test_each_row_ran_pinned_to_its_recorded_gpu_and_nothing_else_changed(two_gpu_run):
+    rows, _, visible_after = two_gpu_run
     for row in timed(rows):
         seen = json.loads(row.message)
         assert seen["visible"] == row.device.uuid  # the worker saw only the GPU its row names
         assert seen["nccl_nvls"] == "0"            # inherited untouched
     assert {r.device for r in timed(rows)} == {GPU_A, GPU_B}
-    assert os.environ["CUDA_VISIBLE_DEVICES"] == "0,1"  # this process's own setting is back
+    assert visible_after == "0,1"  # this process's own setting is back
 
 
-def test_a_group_never_straddles_two_gpus_and_every_row_runs_once():
-    rows, _, shares = run(fake_workers.reports_its_gpu, [GPU_A, GPU_B])
+def test_a_group_never_straddles_two_gpus_and_every_row_runs_once(two_gpu_run):
+    rows, shares, _ = two_gpu_run
     keys = [r.key() for r in rows]
     expected = {(t.shape, t.dtype, target.name) for t in TASKS for target in TARGETS}
     assert len(keys) == len(set(keys)) and set(keys) == expected
@@ -61,8 +71,8 @@ def test_a_group_never_straddles_two_gpus_and_every_row_runs_once():
     assert len(unsupported) == 2 and all(r.device is None for r in unsupported)
 
 
-def test_two_gpus_work_at_the_same_time():
-    rows, _, _ = run(fake_workers.reports_its_gpu, [GPU_A, GPU_B])
+def test_two_gpus_work_at_the_same_time(two_gpu_run):
+    rows, _, _ = two_gpu_run
     spans = defaultdict(list)
     for row in timed(rows):
         seen = json.loads(row.message)
