@@ -28,9 +28,12 @@ void blocker_destroy(int64_t handle);
 void blocker_hold(int64_t handle, double timeout_s);
 void blocker_release(int64_t handle);
 bool blocker_timed_out(int64_t handle);
+bool reset_persisting_l2();
+std::vector<int64_t> persisting_l2_state();
+void set_persisting_l2(int64_t limit_bytes, int64_t ptr, int64_t window_bytes);
 """
 TIMING_FUNCTIONS = ("empty_launch", "blocker_create", "blocker_destroy", "blocker_hold", "blocker_release",
-                    "blocker_timed_out")
+                    "blocker_timed_out", "reset_persisting_l2", "persisting_l2_state", "set_persisting_l2")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -83,6 +86,16 @@ def not_run_rows(targets: list[Target], tasks: list[Task], why: str) -> list[Row
             for t in targets for task in tasks if task.dtype in t.dtypes]
 
 
+def worker_context():
+    """Workers fork from a server process that imported torch and the worker module once, so a worker
+    (and a new one after a crash) starts without importing torch again; each still runs in a process of
+    its own. The server never initialises CUDA, so its forks can. Setting the preload list is idempotent:
+    it is read once, when this process starts its fork server."""
+    ctx = multiprocessing.get_context("forkserver")
+    ctx.set_forkserver_preload(["harness.worker"])
+    return ctx
+
+
 def _spawn(ctx, target, fn, *args):
     q = ctx.Queue()
     proc = ctx.Process(target=fn, args=(*args, q), name=f"worker-{target}", daemon=True)
@@ -115,7 +128,7 @@ def run_target(target: Target, tasks: list[Task], settings: Settings, on_row: Ca
                row_timeout_s: float, start_timeout_s: float = 180.0, worker: Callable = serve) -> None:
     """All tasks of one target; a crashed or silent worker costs its current row, then a new one starts.
     `worker` is the process's entry point (tests pass fakes that crash or hang on cue)."""
-    ctx = multiprocessing.get_context("spawn")
+    ctx = worker_context()
     pending = list(tasks)
     while pending:
         proc, q = _spawn(ctx, target.name, worker, target, pending, settings)
@@ -144,7 +157,7 @@ def run_target(target: Target, tasks: list[Task], settings: Settings, on_row: Ca
 
 
 def measure_ceilings(dtypes: list[str], timeout_s: float = 300.0) -> Ceilings | None:
-    ctx = multiprocessing.get_context("spawn")
+    ctx = worker_context()
     proc, q = _spawn(ctx, "ceilings", measure_ceilings_worker, dtypes)
     try:
         msg = _receive(proc, q, timeout_s)

@@ -1,6 +1,8 @@
 """Worker entry points that behave on cue, for testing the runner's process handling without a GPU.
 They speak the real protocol: ("ready"), then ("start", task) and ("row", Row) per task, then ("done")."""
+import dataclasses
 import os
+import sys
 import time
 
 from harness.records import Row, Status
@@ -44,3 +46,13 @@ def hangs_on_dtype_float16(target, tasks, settings, queue):
 
 def dies_at_start(target, tasks, settings, queue):
     os._exit(9)
+
+
+def reports_preloaded(target, tasks, settings, queue):
+    """Says whether torch was already imported when the worker started (its start-up shared)."""
+    queue.put(("ready", None))
+    for task in tasks:
+        queue.put(("start", task))
+        row = dataclasses.replace(_row(target, task), message=f"torch preloaded: {'torch' in sys.modules}")
+        queue.put(("row", row))
+    queue.put(("done", None))
