@@ -71,6 +71,13 @@ class Instruments:
     guard: Guard                      # what the timing and the check rely on, as it was
 
 
+def make_instruments(helper, settings: Settings) -> Instruments:
+    """Call before any variant is imported: the guard's snapshot is taken now."""
+    flush = timing.L2Flush(settings.cache.flush) if settings.cache.flush else None
+    return Instruments(helper, timing.GpuTime(helper, flush), timing.GpuTime(helper, None) if flush else None,
+                       Guard(helper))
+
+
 def time_task(rotation: Rotation, tools: Instruments, settings: Settings) -> tuple[Timing, Timing, Timing | None]:
     timing.warm_up(rotation)
     tools.gpu.warm_up(rotation)
@@ -151,13 +158,10 @@ def serve(target: Target, tasks: list[Task], settings: Settings, queue) -> None:
     logging.basicConfig(level=logging.WARNING, stream=sys.stderr)
     torch.cuda.init()
     helper = baselines.import_extension(settings.timing_so, settings.timing_module)
-    guard = Guard(helper)  # before any variant is imported
     stream = torch.cuda.Stream()  # not the legacy default stream, which would hide wrong-stream work
     queue.put(("ready", None))
     with exact_float32(), torch.cuda.stream(stream):
-        flush = timing.L2Flush(settings.cache.flush) if settings.cache.flush else None
-        tools = Instruments(helper, timing.GpuTime(helper, flush),
-                            timing.GpuTime(helper, None) if flush else None, guard)
+        tools = make_instruments(helper, settings)  # before any variant is imported
         for task in tasks:
             queue.put(("start", task))
             try:
