@@ -64,6 +64,8 @@ def bench_parser() -> argparse.ArgumentParser:
                    "a CI matrix or Slurm array); `run_bench.py merge` joins the shards' result files")
     p.add_argument("--allow-failures", action="store_true", help="exit 0 even if a variant fails")
     p.add_argument("--compare", type=Path, metavar="BASELINE", help="after the run, compare against this file")
+    p.add_argument("--allow-missing", action="store_true",
+                   help="with --compare: pass although rows of the baseline were not run")
     p.add_argument("--save-baseline", action="store_true", help="also write results/<gpu>/baseline.json")
     p.add_argument("-v", "--verbose", action="store_true")
     return p
@@ -76,6 +78,8 @@ def compare_parser() -> argparse.ArgumentParser:
     p.add_argument("--markdown", type=Path, help="write a pull-request comment here")
     p.add_argument("--floor", type=float, default=compare.DEFAULT_FLOOR, help="smallest change that counts")
     p.add_argument("--force", action="store_true", help="compare files from different GPU models")
+    p.add_argument("--allow-missing", action="store_true",
+                   help="pass the gate although rows of the baseline are missing from the current file")
     return p
 
 
@@ -108,7 +112,8 @@ def _check_writable(path: Path | None, flag: str) -> None:
 
 def run_compare(argv: list[str]) -> int:
     args = compare_parser().parse_args(argv)
-    result = compare.compare_files(args.baseline, args.current, floor=args.floor, force=args.force)
+    result = compare.compare_files(args.baseline, args.current, floor=args.floor, force=args.force,
+                                   allow_missing=args.allow_missing)
     print(render.comparison_table(result))
     if args.markdown:
         args.markdown.write_text(render.comparison_markdown(result))
@@ -281,7 +286,7 @@ def finish(args: argparse.Namespace, sink: ResultSink, baseline: ResultFile | No
     print(wall_time_line(sink.run_info))
     code = EXIT_OK if args.allow_failures or not any(r.failed for r in sink.rows) else EXIT_FAILED
     if baseline is not None:
-        comparison = compare.compare_results(baseline, result)
+        comparison = compare.compare_results(baseline, result, allow_missing=args.allow_missing)
         print("\n" + render.comparison_table(comparison))
         code = max(code, comparison.exit_code)
     return code

@@ -1,7 +1,13 @@
-"""The GPUs this process sees (index, UUID, model), and the probe that tells whether one still works."""
+"""The GPUs this process sees (index, UUID, model); how a worker process is pinned to one; and the probe
+that tells whether one still works."""
 from __future__ import annotations
 
+import os
+import sys
+
 from harness.records import Device
+
+VISIBLE_DEVICES = "CUDA_VISIBLE_DEVICES"
 
 
 def visible_devices() -> list[Device]:
@@ -15,8 +21,22 @@ def _device(index: int, props) -> Device:
     return Device(index, uuid if uuid.startswith(("GPU-", "MIG-")) else f"GPU-{uuid}", props.name)
 
 
+def pinned_call(uuid: str, fn, *args) -> None:
+    """Entry point of a worker process pinned to one GPU: CUDA_VISIBLE_DEVICES=<its UUID>, then fn(*args).
+    Set here, in the fresh process before anything in it initialises CUDA (a fork server's workers inherit
+    the server's environment, not what the harness has when it starts them), so the process's CUDA sees that
+    GPU alone, as device 0, and nothing it runs (torch, a variant's own cudaSetDevice, cuBLAS) can reach
+    another. A UUID, not an index: indices depend on CUDA_DEVICE_ORDER and on the CUDA_VISIBLE_DEVICES the
+    harness got. No other variable (NCCL_*, TORCH_*) is touched; this process exists for this one call."""
+    torch = sys.modules.get("torch")
+    if torch is not None and torch.cuda.is_initialized():  # too late: the setting would not take
+        raise RuntimeError(f"CUDA was initialised before this worker could be pinned to {uuid}")
+    os.environ[VISIBLE_DEVICES] = uuid
+    fn(*args)
+
+
 def probe_worker(queue) -> None:
-    """Spawned pinned to one device: does a fresh process still get a working CUDA context there?"""
+    """Pinned to one GPU: does a fresh process still get a working CUDA context there?"""
     try:
         import torch
         torch.cuda.init()

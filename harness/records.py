@@ -22,6 +22,7 @@ class Status(StrEnum):
     WROTE_INPUT = "wrote-input"     # an input changed during the call
     STALE_OUTPUT = "stale-output"   # right for earlier inputs, not these (a cached output)
     OTHER_STREAM = "other-stream"   # the work is not on the caller's current stream
+    TAMPERED = "tampered"           # the row changed what the timing relies on (rebound a function, L2 persistence)
     # decided by the runner, the worker or the build
     REJECTED = "rejected"           # the variant raised an error for these inputs (e.g. a TORCH_CHECK limit)
     CRASHED = "crashed"             # a CUDA fault or the worker process died
@@ -118,6 +119,7 @@ class CheckResult:
     status: Status
     message: str = ""
     error: ErrorStats | None = None
+    unchecked: tuple[str, ...] = ()  # checks that could not run (a call that refuses graph capture)
 
 
 @dataclasses.dataclass(frozen=True)

@@ -6,12 +6,10 @@ can write the result file as rows arrive (an interrupted run keeps every row tha
 """
 from __future__ import annotations
 
-import contextlib
 import dataclasses
 import functools
 import logging
 import multiprocessing
-import os
 import queue as queue_module
 import threading
 import time
@@ -20,7 +18,7 @@ from pathlib import Path
 
 from harness import build, discover, schedule
 from harness.baselines import baseline_targets
-from harness.devices import probe_worker
+from harness.devices import pinned_call, probe_worker
 from harness.errors import HeaderError
 from harness.records import BUILTIN_ROWS, Device, Kind, Row, Settings, Status, Target, Task
 from harness.roofline import Ceilings
@@ -34,9 +32,12 @@ void blocker_destroy(int64_t handle);
 void blocker_hold(int64_t handle, double timeout_s);
 void blocker_release(int64_t handle);
 bool blocker_timed_out(int64_t handle);
+bool reset_persisting_l2();
+std::vector<int64_t> persisting_l2_state();
+void set_persisting_l2(int64_t limit_bytes, int64_t ptr, int64_t window_bytes);
 """
 TIMING_FUNCTIONS = ("empty_launch", "blocker_create", "blocker_destroy", "blocker_hold", "blocker_release",
-                    "blocker_timed_out")
+                    "blocker_timed_out", "reset_persisting_l2", "persisting_l2_state", "set_persisting_l2")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -111,37 +112,23 @@ class DeviceLost(Exception):
         self.reason, self.pending = reason, pending
 
 
-VISIBLE_DEVICES = "CUDA_VISIBLE_DEVICES"
-_PIN_LOCK = threading.Lock()
-
-
-@contextlib.contextmanager
-def pinned_to(device: Device | None):
-    """Processes started in the block see only `device` (as their device 0): CUDA_VISIBLE_DEVICES=<UUID>
-    is in their environment from the start, so nothing they run (torch, a variant's own cudaSetDevice,
-    cuBLAS) can reach another GPU. A UUID, not an index: indices depend on CUDA_DEVICE_ORDER and on the
-    CUDA_VISIBLE_DEVICES this process got. The variable is restored after; the lock keeps the device
-    threads from starting processes under each other's value. No other variable is touched."""
-    if device is None:
-        yield
-        return
-    with _PIN_LOCK:
-        saved = os.environ.get(VISIBLE_DEVICES)
-        os.environ[VISIBLE_DEVICES] = device.uuid
-        try:
-            yield
-        finally:
-            if saved is None:
-                del os.environ[VISIBLE_DEVICES]
-            else:
-                os.environ[VISIBLE_DEVICES] = saved
+def worker_context():
+    """Workers fork from a server process that imported torch and the worker module once, so a worker
+    (and a new one after a crash) starts without importing torch again; each still runs in a process of
+    its own. The server never initialises CUDA, so its forks can. Setting the preload list is idempotent:
+    it is read once, when this process starts its fork server."""
+    ctx = multiprocessing.get_context("forkserver")
+    ctx.set_forkserver_preload(["harness.worker"])
+    return ctx
 
 
 def _spawn(ctx, name: str, fn, *args, device: Device | None = None):
+    """Start `fn(*args, queue)` in a worker process; pinned to `device` if one is given (devices.pinned_call
+    says how)."""
     q = ctx.Queue()
-    proc = ctx.Process(target=fn, args=(*args, q), name=f"worker-{name}", daemon=True)
-    with pinned_to(device):
-        proc.start()
+    call = (fn, (*args, q)) if device is None else (pinned_call, (device.uuid, fn, *args, q))
+    proc = ctx.Process(target=call[0], args=call[1], name=f"worker-{name}", daemon=True)
+    proc.start()
     return proc, q
 
 
@@ -179,7 +166,7 @@ def run_target(target: Target, tasks: list[Task], settings: Settings, on_row: Ca
     `device` if one is given. A worker that fails before it is ready has not run any variant code: then
     `probe` (if given) says whether the device itself is gone, and if so DeviceLost ends the target.
     Returns the seconds its workers took to become ready (process start, imports, CUDA context)."""
-    ctx = multiprocessing.get_context("spawn")
+    ctx = worker_context()
     pending = list(tasks)
     startup_s = 0.0
     while pending and not _stopped(stop):
@@ -218,8 +205,7 @@ def run_target(target: Target, tasks: list[Task], settings: Settings, on_row: Ca
 def measure_ceilings(dtypes: list[str], timeout_s: float = 300.0, device: Device | None = None,
                      worker: Callable = measure_ceilings_worker,
                      stop: threading.Event | None = None) -> Ceilings | None:
-    ctx = multiprocessing.get_context("spawn")
-    proc, q = _spawn(ctx, "ceilings", worker, dtypes, device=device)
+    proc, q = _spawn(worker_context(), "ceilings", worker, dtypes, device=device)
     try:
         msg = _receive(proc, q, timeout_s, stop)
         return msg[1] if msg else None
@@ -229,8 +215,7 @@ def measure_ceilings(dtypes: list[str], timeout_s: float = 300.0, device: Device
 
 def probe_device(device: Device, processes: Processes = Processes()) -> str | None:
     """None if a fresh process pinned to `device` gets a working CUDA context there, else why not."""
-    ctx = multiprocessing.get_context("spawn")
-    proc, q = _spawn(ctx, f"probe-gpu{device.index}", processes.probe, device=device)
+    proc, q = _spawn(worker_context(), f"probe-gpu{device.index}", processes.probe, device=device)
     try:
         msg = _receive(proc, q, processes.probe_timeout_s)
         silent = msg is None and proc.is_alive()

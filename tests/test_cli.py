@@ -148,3 +148,17 @@ def test_new_flags_usage_errors(argv, message, capsys):
     assert cli.main(argv) == cli.EXIT_USAGE
     err = capsys.readouterr().err
     assert message in err and err.count("\n") == 1
+
+
+def test_compare_command_fails_on_missing_rows_unless_allowed(tmp_path, capsys):
+    data = json.loads((DATA / "h200_run1.json").read_text())
+    data["rows"] = [r for r in data["rows"] if r["variant"] != "two_stage"]
+    fewer = tmp_path / "fewer.json"
+    fewer.write_text(json.dumps(data))
+    assert cli.main(["compare", str(DATA / "h200_run1.json"), str(fewer)]) == 1
+    assert "MISSING" in capsys.readouterr().out
+    assert cli.main(["compare", str(DATA / "h200_run1.json"), str(fewer), "--allow-missing"]) == 0
+    data["complete"] = False
+    fewer.write_text(json.dumps(data))
+    assert cli.main(["compare", str(DATA / "h200_run1.json"), str(fewer)]) == cli.EXIT_USAGE
+    assert "the current run is incomplete" in capsys.readouterr().err

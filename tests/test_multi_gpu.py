@@ -1,5 +1,6 @@
 """Several GPUs on CPU, with fake workers: whole (shape, dtype) groups per GPU, workers pinned to their GPU,
 GPUs working at once, a GPU that is lost mid-run, ceilings per GPU, and one GPU doing what a run always did."""
+import functools
 import json
 import os
 from collections import defaultdict
@@ -7,7 +8,7 @@ from collections import defaultdict
 import fake_workers
 import pytest
 
-from harness import runner
+from harness import devices, runner
 from harness.records import Device, Kind, Settings, Status, Target, Task
 from harness.shapes import parse_shapes
 
@@ -18,13 +19,16 @@ TASKS = [Task(s, d) for s in parse_shapes("seed,deepseek-v2-lite") for d in ("fl
 PLAN = runner.Plan(TARGETS, [])
 
 
-def run(serve, devices, tasks=TASKS, **kw):
+def run(serve, gpus, lost_dir="/nonexistent", tasks=TASKS):
+    """A run of the fake plan over `gpus`; a GPU is lost once a file named after it is in `lost_dir`."""
     rows, ceilings = [], []
-    shares = runner.run(PLAN, tasks, Settings(), rows.append, row_timeout_s=20, devices=devices,
+    lost = functools.partial
+    shares = runner.run(PLAN, tasks, Settings(), rows.append, row_timeout_s=20, devices=gpus,
                         on_ceilings=lambda device, found: ceilings.append((device, found)),
-                        processes=runner.Processes(serve=serve, ceilings=fake_workers.ceilings_name_their_gpu,
-                                                   probe=fake_workers.probe_sees_lost_gpus, start_timeout_s=20,
-                                                   probe_timeout_s=20), **kw)
+                        processes=runner.Processes(serve=serve,
+                                                   ceilings=lost(fake_workers.ceilings_name_their_gpu, lost_dir),
+                                                   probe=lost(fake_workers.probe_sees_lost_gpus, lost_dir),
+                                                   start_timeout_s=20, probe_timeout_s=20))
     return rows, ceilings, shares
 
 
@@ -34,24 +38,33 @@ def timed(rows):
 
 @pytest.fixture(scope="module")
 def two_gpu_run():
-    """One run over two GPUs whose workers report what they saw, in a process that has its own
-    CUDA_VISIBLE_DEVICES and an NCCL setting, as the GPU machine has."""
-    with pytest.MonkeyPatch.context() as patch:
-        patch.setenv("NCCL_NVLS_ENABLE", "0")
-        patch.setenv("CUDA_VISIBLE_DEVICES", "0,1")
-        rows, ceilings, shares = run(fake_workers.reports_its_gpu, [GPU_A, GPU_B])
-        visible_after = os.environ["CUDA_VISIBLE_DEVICES"]
-    return rows, shares, visible_after
+    """One run over two GPUs whose workers report what they saw, and the environment an unpinned one sees."""
+    before = dict(os.environ)
+    rows, _, shares = run(fake_workers.reports_its_gpu, [GPU_A, GPU_B])
+    unpinned, _, _ = run(fake_workers.reports_its_gpu, None, tasks=TASKS[:1])
+    assert dict(os.environ) == before  # the harness's own environment is never changed
+    return rows, shares, json.loads(unpinned[0].message)
 
 
 def test_each_row_ran_pinned_to_its_recorded_gpu_and_nothing_else_changed(two_gpu_run):
-    rows, _, visible_after = two_gpu_run
+    rows, _, unpinned = two_gpu_run
     for row in timed(rows):
         seen = json.loads(row.message)
         assert seen["visible"] == row.device.uuid  # the worker saw only the GPU its row names
-        assert seen["nccl_nvls"] == "0"            # inherited untouched
+        assert seen["rest"] == unpinned["rest"]    # and every other variable as an unpinned worker does
     assert {r.device for r in timed(rows)} == {GPU_A, GPU_B}
-    assert visible_after == "0,1"  # this process's own setting is back
+
+
+def test_pinning_sets_only_the_visible_gpu_and_refuses_once_cuda_is_up(monkeypatch):
+    import torch
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "0,1")  # restored after the test
+    monkeypatch.setenv("NCCL_NVLS_ENABLE", "0")
+    before, seen = dict(os.environ), {}
+    devices.pinned_call("GPU-aaaa", lambda: seen.update(os.environ))
+    assert seen == {**before, "CUDA_VISIBLE_DEVICES": "GPU-aaaa"}
+    monkeypatch.setattr(torch.cuda, "is_initialized", lambda: True)
+    with pytest.raises(RuntimeError, match="CUDA was initialised before this worker could be pinned"):
+        devices.pinned_call("GPU-bbbb", lambda: pytest.fail("ran unpinned"))
 
 
 def test_a_group_never_straddles_two_gpus_and_every_row_runs_once(two_gpu_run):
@@ -90,9 +103,9 @@ def test_one_gpu_runs_the_same_rows_in_the_same_order_as_before():
     assert len({r.message for r in timed(pinned) if r.variant == "first"}) == 1  # one worker per target
 
 
-def test_a_lost_gpu_marks_its_remaining_rows_not_run_and_the_other_goes_on(tmp_path, monkeypatch):
-    monkeypatch.setenv(fake_workers.LOST_DIR, str(tmp_path))
-    rows, _, _ = run(fake_workers.loses_gpu_b_on_its_second_row, [GPU_A, GPU_B])
+def test_a_lost_gpu_marks_its_remaining_rows_not_run_and_the_other_goes_on(tmp_path):
+    serve = functools.partial(fake_workers.loses_gpu_b_on_its_second_row, str(tmp_path))
+    rows, _, _ = run(serve, [GPU_A, GPU_B], str(tmp_path))
     on_a = [r for r in timed(rows) if r.device == GPU_A]
     on_b = [r for r in timed(rows) if r.device == GPU_B]
     assert on_a and {r.status for r in on_a} == {Status.OK}
@@ -104,10 +117,10 @@ def test_a_lost_gpu_marks_its_remaining_rows_not_run_and_the_other_goes_on(tmp_p
     assert len({r.key() for r in rows}) == len(rows) == len(TASKS) * len(TARGETS)
 
 
-def test_a_gpu_lost_before_its_first_row_has_all_its_rows_not_run(tmp_path, monkeypatch):
-    monkeypatch.setenv(fake_workers.LOST_DIR, str(tmp_path))
+def test_a_gpu_lost_before_its_first_row_has_all_its_rows_not_run(tmp_path):
     (tmp_path / GPU_B.uuid).touch()
-    rows, ceilings, _ = run(fake_workers.loses_gpu_b_on_its_second_row, [GPU_A, GPU_B])
+    serve = functools.partial(fake_workers.loses_gpu_b_on_its_second_row, str(tmp_path))
+    rows, ceilings, _ = run(serve, [GPU_A, GPU_B], str(tmp_path))
     on_b = [r for r in timed(rows) if r.device == GPU_B]
     assert on_b and {r.status for r in on_b} == {Status.NOT_RUN}
     assert all("GPU 1 (GPU-bbbb) lost" in r.message for r in on_b)

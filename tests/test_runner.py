@@ -44,3 +44,10 @@ def test_a_worker_that_never_starts_marks_each_row_crashed():
     rows = run(fake_workers.dies_at_start, tasks=TASKS[:2])
     assert [r.status for r in rows] == [CRASHED, CRASHED]
     assert "exit code 9" in rows[0].message
+
+
+def test_workers_share_the_torch_import():
+    """A worker forks from a server that imported torch once: no worker (nor a restart after a crash) pays
+    for importing it again."""
+    rows = run(fake_workers.reports_preloaded, tasks=TASKS[:1])
+    assert [r.message for r in rows] == ["torch preloaded: True"]
