@@ -1,7 +1,6 @@
 """Several GPUs for real (the two-GPU H200 machine): a pinned process sees its GPU alone, the probe finds a
 healthy GPU healthy, and a run over every GPU puts each group on one of them. Skips below two GPUs."""
 import json
-import multiprocessing
 import subprocess
 import sys
 from pathlib import Path
@@ -25,7 +24,7 @@ def gpus():
 
 
 def test_a_pinned_process_sees_its_gpu_alone(gpus):
-    ctx = multiprocessing.get_context("spawn")
+    ctx = runner.worker_context()  # as the workers are started: forked from the preloaded server
     for gpu in gpus:
         proc, q = runner._spawn(ctx, "view", fake_workers.reports_its_cuda_view, device=gpu)
         try:
