@@ -1,4 +1,6 @@
-"""The rows every table has besides the kernels: eager, torch.compile, a two-GEMM rewrite, the floor."""
+"""The rows every table has besides the kernels: the empty-kernel floor and the torch rows a user would
+reach for without writing a kernel: eager, eager replayed in a CUDA graph, torch.compile (default and
+max-autotune), and a two-GEMM rewrite."""
 from __future__ import annotations
 
 import importlib.util
@@ -7,11 +9,14 @@ from collections.abc import Callable
 
 import torch
 
-from harness.problem import Inputs, KVDecompress, Shape
-from harness.records import BASELINE, FLOOR, KERNEL, Target
+from harness.problem import Inputs, KVDecompress
+from harness.records import BUILTIN_ROWS, FLOOR_ROW, Kind, Target
+from harness.shapes import DTYPE_NAMES, Shape
 
 Forward = Callable[[Inputs], object]
-ALL_DTYPES = ("float32", "bfloat16", "float16")
+# Rows whose output is a CUDA graph's static buffer, rewritten by the next replay: what a user of CUDA
+# graphs gets. The check's "returns a new tensor" rule does not apply to them.
+GRAPH_OUTPUT_ROWS = ("eager-graph", "compile-max-autotune")
 
 
 def two_gemm(kv_heads: int, head_dim: int):
@@ -23,11 +28,11 @@ def two_gemm(kv_heads: int, head_dim: int):
     return forward
 
 
-def baseline_targets(floor_so: str, floor_module: str) -> list[Target]:
-    return [Target("empty-kernel", FLOOR, ALL_DTYPES, floor_so, floor_module),
-            Target("eager", BASELINE, ALL_DTYPES),
-            Target("compile", BASELINE, ALL_DTYPES),
-            Target("torch-2gemm", BASELINE, ALL_DTYPES)]
+def baseline_targets(floor_so: str, floor_module: str, names: tuple[str, ...] = BUILTIN_ROWS) -> list[Target]:
+    """The selected built-in rows, in table order."""
+    return [Target(name, Kind.FLOOR, DTYPE_NAMES, floor_so, floor_module) if name == FLOOR_ROW else
+            Target(name, Kind.BASELINE, DTYPE_NAMES, fresh_output=name not in GRAPH_OUTPUT_ROWS)
+            for name in BUILTIN_ROWS if name in names]
 
 
 def import_extension(so_path: str, module_name: str):
@@ -37,12 +42,47 @@ def import_extension(so_path: str, module_name: str):
     return module
 
 
+def _timed_first_call(forward: Forward, sample: Inputs) -> float:
+    torch.cuda.synchronize()
+    t0 = time.perf_counter()
+    forward(sample)
+    torch.cuda.synchronize()
+    return time.perf_counter() - t0
+
+
+def _graph_replay(module) -> Forward:
+    """`module` captured in a CUDA graph once per input set (keyed by its tensors' addresses, which the
+    graph reads) and replayed: one graph launch per call."""
+    graphs: dict[tuple[int, ...], tuple[torch.cuda.CUDAGraph, torch.Tensor]] = {}
+
+    def capture(inputs: Inputs):
+        side = torch.cuda.Stream()
+        side.wait_stream(torch.cuda.current_stream())
+        with torch.cuda.stream(side):  # warm-up off the capturing stream, as graph capture wants
+            module(*inputs.tensors())
+        torch.cuda.current_stream().wait_stream(side)
+        graph = torch.cuda.CUDAGraph()
+        with torch.cuda.graph(graph):
+            out = module(*inputs.tensors())
+        return graph, out
+
+    def forward(inputs: Inputs):
+        key = tuple(t.data_ptr() for t in inputs.tensors())
+        if key not in graphs:
+            graphs[key] = capture(inputs)
+        graph, out = graphs[key]
+        graph.replay()
+        return out
+    return forward
+
+
 def prepare(target: Target, shape: Shape, sample: Inputs) -> tuple[Forward, float | None]:
-    """The callable for one (target, shape), and for torch.compile its compile time in seconds."""
+    """The callable for one (target, shape), and for the compiled and graph rows their setup time in
+    seconds (compilation, or the first capture), measured on `sample`."""
     heads, hd = shape.heads, shape.head_dim
-    if target.kind in (KERNEL, FLOOR):
+    if target.kind in (Kind.KERNEL, Kind.FLOOR):
         module = import_extension(target.so_path, target.module_name)
-        if target.kind == FLOOR:
+        if target.kind == Kind.FLOOR:
             return (lambda inputs: module.empty_launch()), None
         return (lambda inputs: module.forward(*inputs.tensors(), heads)), None
     if target.name == "eager":
@@ -51,12 +91,13 @@ def prepare(target: Target, shape: Shape, sample: Inputs) -> tuple[Forward, floa
     if target.name == "torch-2gemm":
         fn = two_gemm(heads, hd)
         return (lambda inputs: fn(*inputs.tensors())), None
-    if target.name == "compile":
+    if target.name == "eager-graph":
+        forward = _graph_replay(KVDecompress(heads, hd))
+        return forward, _timed_first_call(forward, sample)
+    if target.name in ("compile", "compile-max-autotune"):
         torch._dynamo.reset()  # a fresh compile per shape: honest compile time, no recompile limit
-        compiled = torch.compile(KVDecompress(heads, hd), dynamic=False)
-        torch.cuda.synchronize()
-        t0 = time.perf_counter()
-        compiled(*sample.tensors())
-        torch.cuda.synchronize()
-        return (lambda inputs: compiled(*inputs.tensors())), time.perf_counter() - t0
+        mode = "max-autotune" if target.name == "compile-max-autotune" else None  # max-autotune: CUDA graphs too
+        compiled = torch.compile(KVDecompress(heads, hd), mode=mode, dynamic=False)
+        forward = lambda inputs: compiled(*inputs.tensors())  # noqa: E731
+        return forward, _timed_first_call(forward, sample)
     raise ValueError(f"unknown baseline {target.name}")

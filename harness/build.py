@@ -201,7 +201,9 @@ def build_all(sources: list[ExtensionSource], cache_root: Path = DEFAULT_CACHE,
         check_toolchain(cuda_home)
         log.info("building %d extension(s), %d at a time, for %s", len(sources), jobs, " ".join(arch_flags()))
         start = time.perf_counter()
-        with concurrent.futures.ThreadPoolExecutor(max_workers=jobs) as pool:
+        pool = concurrent.futures.ThreadPoolExecutor(max_workers=jobs)
+        finished = False
+        try:
             pending = {pool.submit(build_one, s, cache_root): s.name for s in sources}
             while pending:
                 done, _ = concurrent.futures.wait(pending, timeout=heartbeat_s,
@@ -214,6 +216,11 @@ def build_all(sources: list[ExtensionSource], cache_root: Path = DEFAULT_CACHE,
                 if pending and not done:
                     log.info("still building: %s (%.0f s)", ", ".join(sorted(pending.values())),
                              time.perf_counter() - start)
+            finished = True
+        finally:
+            # Interrupted (Ctrl-C): start no queued build and do not wait for the running ones (their
+            # compilers got the same SIGINT), so the caller can write its result file and exit now.
+            pool.shutdown(wait=finished, cancel_futures=True)
     return results
 
 

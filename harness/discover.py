@@ -7,12 +7,11 @@ import shlex
 from pathlib import Path
 
 from harness.errors import HeaderError, UsageError
-from harness.problem import DTYPES
+from harness.records import ALWAYS_RUN, BUILTIN_ROWS
+from harness.shapes import DTYPE_NAMES
 
 HEADER_KEYS = ("summary", "dtypes", "nvcc-flags", "ldflags")
-BASELINES = ("eager", "compile", "torch-2gemm")  # rows of every table, not files
-FLOOR = "empty-kernel"                             # the launch floor row
-RESERVED = (*BASELINES, FLOOR)
+RESERVED = BUILTIN_ROWS  # rows of every table, not files
 _HEADER_LINE = re.compile(r"//\s*([A-Za-z][\w-]*)\s*:\s*(.*?)\s*")
 _NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 
@@ -54,9 +53,9 @@ def _parse_value(key: str, value: str, where: str):
         return value
     if key == "dtypes":
         names = tuple(n.strip() for n in value.split(",") if n.strip())
-        unknown = [n for n in names if n not in DTYPES]
+        unknown = [n for n in names if n not in DTYPE_NAMES]
         if unknown or not names:
-            raise HeaderError(f"{where}: dtypes '{value}' must be a comma list of {', '.join(DTYPES)}")
+            raise HeaderError(f"{where}: dtypes '{value}' must be a comma list of {', '.join(DTYPE_NAMES)}")
         return names
     try:
         return tuple(shlex.split(value))
@@ -86,9 +85,21 @@ def select(paths: list[Path], wanted: str) -> list[Path]:
     if wanted.strip() == "all":
         return paths
     by_name = {p.stem: p for p in paths}
-    names = [n.strip() for n in wanted.split(",") if n.strip()]
+    names = list(dict.fromkeys(n.strip() for n in wanted.split(",") if n.strip()))  # `a,a` is `a` once
     unknown = [n for n in names if n not in by_name and n not in RESERVED]
     if unknown or not names:
         raise UsageError(f"unknown variant '{','.join(unknown) or wanted}'; known: "
-                         f"{', '.join(['all', *by_name])} (baselines {', '.join(BASELINES)} always run)")
+                         f"{', '.join(['all', *by_name])} (built-in rows are chosen with --baselines)")
     return [by_name[n] for n in names if n in by_name]
+
+
+def select_baselines(wanted: str) -> tuple[str, ...]:
+    """`all` or a comma list of built-in rows; eager and the empty kernel run whatever the list says."""
+    names = [n.strip() for n in wanted.split(",") if n.strip()]
+    if names == ["all"]:
+        return BUILTIN_ROWS
+    unknown = [n for n in names if n not in BUILTIN_ROWS]
+    if unknown or not names:
+        raise UsageError(f"--baselines: unknown row '{','.join(unknown) or wanted}'; known: all, "
+                         f"{', '.join(BUILTIN_ROWS)}")
+    return tuple(n for n in BUILTIN_ROWS if n in names or n in ALWAYS_RUN)

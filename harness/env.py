@@ -28,19 +28,25 @@ def gpu_key(name: str | None) -> str | None:
     return re.sub(r"[^a-z0-9]+", "-", short).strip("-")
 
 
-def git_commit() -> tuple[str | None, bool]:
-    """HEAD and whether tracked files differ from it; KVBENCH_COMMIT names the commit of a copied tree
-    that has no .git (a GPU machine that receives only the working tree)."""
+def git_commit(project: Path = REPO) -> tuple[str | None, bool]:
+    """HEAD and whether tracked files differ from it, read from git only where git's top level is the
+    project folder itself: a copy of the project inside another repository would otherwise record that
+    repository's commit. Else KVBENCH_COMMIT (and KVBENCH_DIRTY) name the commit of a copied tree (a GPU
+    machine that receives the working tree without .git); else none."""
+    try:
+        top = _git(project, "rev-parse", "--show-toplevel")
+        if Path(top).resolve() == Path(project).resolve():
+            dirty = bool(_git(project, "status", "--porcelain", "--untracked-files=no"))
+            return _git(project, "rev-parse", "HEAD"), dirty
+    except (OSError, subprocess.CalledProcessError):
+        pass
     if os.environ.get("KVBENCH_COMMIT"):
         return os.environ["KVBENCH_COMMIT"], os.environ.get("KVBENCH_DIRTY", "") not in ("", "0")
-    try:
-        commit = subprocess.run(["git", "rev-parse", "HEAD"], cwd=REPO, capture_output=True, text=True,
-                                check=True).stdout.strip()
-        dirty = bool(subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"], cwd=REPO,
-                                    capture_output=True, text=True, check=True).stdout.strip())
-        return commit, dirty
-    except (OSError, subprocess.CalledProcessError):
-        return None, False
+    return None, False
+
+
+def _git(cwd: Path, *args: str) -> str:
+    return subprocess.run(["git", *args], cwd=cwd, capture_output=True, text=True, check=True).stdout.strip()
 
 
 def _nvml():

@@ -17,5 +17,9 @@ class CompareRefused(UsageError):
     """Two result files cannot be compared (for example, different GPU models)."""
 
 
+class MergeRefused(UsageError):
+    """Result files that cannot be merged into one (other commit or settings, overlapping rows)."""
+
+
 class ToolchainError(Exception):
     """nvcc or a CUDA build of torch is missing: the harness cannot build anything."""

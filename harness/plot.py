@@ -4,22 +4,21 @@ from __future__ import annotations
 import math
 from pathlib import Path
 
-from harness.records import OK
-from harness.report import shape_label
+from harness.resultfile import ResultFile
+from harness.shapes import display_labels
 
 METRICS = (("gpu", "GPU time"), ("call", "call latency"))
 
 
-def speedup_groups(result: dict) -> dict[tuple[str, str], list[tuple[str, float | None, float | None]]]:
+def speedup_groups(result: ResultFile) -> dict[tuple[str, str], list[tuple[str, float | None, float | None]]]:
     """(shape label, dtype) -> [(variant, ×eager on GPU time, ×eager on call latency)] for ok rows."""
     groups: dict[tuple[str, str], list] = {}
-    for row in result["rows"]:
-        if row["status"] != OK or row["variant"] in ("eager", "empty-kernel"):
+    labels = display_labels(row.shape for row in result.rows)
+    for row in result.rows:
+        if not row.ok or row.variant in ("eager", "empty-kernel"):
             continue
-        shape = row["shape"]
-        label = shape["name"] if shape["name"] != "custom" else shape_label(shape)
-        vs = row["speedup"]["vs_eager"]
-        groups.setdefault((label, row["dtype"]), []).append((row["variant"], vs["gpu"], vs["call"]))
+        vs = row.speedup("eager")
+        groups.setdefault((labels[row.shape], row.dtype), []).append((row.variant, vs.gpu, vs.call))
     return groups
 
 
@@ -31,7 +30,7 @@ def _minor_label(x: float, _pos) -> str:
     return f"{x:g}×" if round(lead, 6) in (2.0, 5.0) else ""
 
 
-def plot_speedups(result: dict, out: Path) -> Path:
+def plot_speedups(result: ResultFile, out: Path) -> Path:
     import matplotlib
     matplotlib.use("Agg")  # files only; no display needed
     import matplotlib.pyplot as plt
@@ -57,7 +56,7 @@ def plot_speedups(result: dict, out: Path) -> Path:
         ax.xaxis.set_major_formatter(FuncFormatter(lambda x, _: f"{x:g}×"))
         ax.set_title(f"{shape}, {dtype}: speedup over eager (same run)", fontsize=9)
     axes[0, 0].legend(loc="lower right", fontsize=8)
-    env = result["env"]
+    env = result.env
     fig.suptitle(f"{env.get('gpu') or 'no GPU'} · torch {env.get('torch')} · {env.get('date')}", fontsize=9)
     fig.tight_layout()
     out = Path(out)

@@ -1,116 +1,15 @@
-"""The operation: its shapes, presets, reference module, inputs, and cost (bytes and FLOPs)."""
+"""The operation in torch: the reference module, random inputs, and the float64 reference.
+Shapes, presets and cost are in harness.shapes (no torch there)."""
 from __future__ import annotations
 
 import dataclasses
-import re
 
 import torch
 from torch import nn
 
-from harness.errors import UsageError
+from harness.shapes import DTYPE_NAMES, Shape
 
-DTYPES = {"float32": torch.float32, "bfloat16": torch.bfloat16, "float16": torch.float16}
-DEFAULT_TOKENS = 4096  # a realistic prefill chunk for the model presets
-
-
-@dataclasses.dataclass(frozen=True)
-class Shape:
-    name: str
-    b: int
-    s: int
-    d: int
-    rank: int
-    heads: int
-    head_dim: int
-
-    @property
-    def tokens(self) -> int:
-        return self.b * self.s
-
-    @property
-    def n_up(self) -> int:
-        """Width of one up-projection: heads * head_dim."""
-        return self.heads * self.head_dim
-
-    @property
-    def out_shape(self) -> tuple[int, ...]:
-        return (self.b, self.s, 2, self.heads, self.head_dim)
-
-    def dims(self) -> dict[str, int]:
-        return {k: getattr(self, k) for k in ("b", "s", "d", "rank", "heads", "head_dim")}
-
-    def label(self) -> str:
-        return self.name if self.name != "custom" else "b{b}s{s}d{d}r{rank}h{heads}x{head_dim}".format(**self.dims())
-
-
-# Model presets: (d, rank, heads, head_dim). The seed problem is fixed at b=4, s=96.
-MODEL_PRESETS = {
-    "deepseek-v2-lite": (2048, 512, 16, 128),
-    "deepseek-v2": (5120, 512, 128, 128),
-    "deepseek-v3": (7168, 512, 128, 128),
-    "kimi-k2": (7168, 512, 64, 128),
-    "minicpm3": (2560, 256, 40, 64),
-}
-SEED = Shape("seed", b=4, s=96, d=256, rank=48, heads=4, head_dim=32)
-PRESET_NAMES = ("seed", *MODEL_PRESETS)
-_FIELDS = ("b", "s", "d", "rank", "heads", "head_dim")
-
-
-def preset(name: str, tokens: int = DEFAULT_TOKENS) -> Shape:
-    if name == "seed":
-        return SEED
-    if name not in MODEL_PRESETS:
-        raise UsageError(f"unknown shape '{name}'; presets: {', '.join(PRESET_NAMES)}, "
-                         f"or explicit b=4,s=96,d=256,rank=48,heads=4,head_dim=32")
-    d, rank, heads, head_dim = MODEL_PRESETS[name]
-    return Shape(name, b=1, s=tokens, d=d, rank=rank, heads=heads, head_dim=head_dim)
-
-
-def parse_explicit(text: str) -> Shape:
-    """Parse 'b=4,s=96,d=256,rank=48,heads=4,head_dim=32' (all six keys, positive integers)."""
-    values: dict[str, int] = {}
-    for part in text.split(","):
-        m = re.fullmatch(r"\s*(\w+)\s*=\s*(\d+)\s*", part)
-        if not m:
-            raise UsageError(f"malformed shape '{text}': '{part}' is not key=positive-integer")
-        key, value = m.group(1), int(m.group(2))
-        if key not in _FIELDS:
-            raise UsageError(f"malformed shape '{text}': unknown key '{key}' (keys: {', '.join(_FIELDS)})")
-        if key in values:
-            raise UsageError(f"malformed shape '{text}': '{key}' given twice")
-        if value < 1:
-            raise UsageError(f"malformed shape '{text}': '{key}' must be at least 1")
-        values[key] = value
-    missing = [k for k in _FIELDS if k not in values]
-    if missing:
-        raise UsageError(f"malformed shape '{text}': missing {', '.join(missing)}")
-    return Shape("custom", **values)
-
-
-def parse_shapes(spec: str, tokens: int = DEFAULT_TOKENS) -> list[Shape]:
-    """Comma-separated presets; an explicit shape (it contains '=') is separated from others by ';'."""
-    shapes: list[Shape] = []
-    for group in spec.split(";"):
-        group = group.strip()
-        if not group:
-            continue
-        if "=" in group:
-            shapes.append(parse_explicit(group))
-        else:
-            shapes.extend(preset(name.strip(), tokens) for name in group.split(",") if name.strip())
-    if not shapes:
-        raise UsageError("no shape given")
-    return list(dict.fromkeys(shapes))
-
-
-def parse_dtypes(spec: str) -> list[str]:
-    names = [n.strip() for n in spec.split(",") if n.strip()]
-    for n in names:
-        if n not in DTYPES:
-            raise UsageError(f"unknown dtype '{n}'; known: {', '.join(DTYPES)}")
-    if not names:
-        raise UsageError("no dtype given")
-    return list(dict.fromkeys(names))
+DTYPES = {name: getattr(torch, name) for name in DTYPE_NAMES}
 
 
 class KVDecompress(nn.Module):
@@ -157,19 +56,3 @@ def make_inputs(shape: Shape, dtype: torch.dtype, seed: int, device="cuda") -> I
 
 def reference_float64(shape: Shape, inputs: Inputs) -> torch.Tensor:
     return KVDecompress(shape.heads, shape.head_dim)(*(t.double() for t in inputs.tensors()))
-
-
-def element_size(dtype_name: str) -> int:
-    return torch.empty((), dtype=DTYPES[dtype_name]).element_size()
-
-
-def min_bytes(shape: Shape, dtype_name: str) -> int:
-    """Fewest bytes through device memory: each input read once, the output written once."""
-    m, n = shape.tokens, shape.n_up
-    elements = m * shape.d + shape.d * shape.rank + 2 * shape.rank * n + m * 2 * n
-    return elements * element_size(dtype_name)
-
-
-def flops(shape: Shape) -> int:
-    m, n = shape.tokens, shape.n_up
-    return 2 * m * shape.d * shape.rank + 2 * m * shape.rank * 2 * n

@@ -1,17 +1,24 @@
-"""Report: rows -> the result file's dict, a table and markdown. Reporting never measures."""
+"""Report: rows -> the result file's dict (speedups, roofline, flags). Reporting never measures;
+rendering the dict as a table is harness/render.py's."""
 from __future__ import annotations
 
 import dataclasses
 import math
+from collections.abc import Mapping
 
 import numpy as np
-from tabulate import tabulate
 
-from harness.records import FLOOR, OK, Row, Timing
+from harness.records import (BUILTIN_ROWS, FLOOR_ROW, REFERENCE_ROW, CacheMode, Device, Kind, Row, Status, Timing,
+                             table_order)
 from harness.resultfile import SCHEMA
 from harness.roofline import SUSPECT_BELOW, Ceilings, roofline
 
 NOISE_FLAG, THROTTLE_FLAG, FLOOR_FLAG, UNBLOCKED_FLAG = "noisy", "throttled", "below-floor", "unblocked"
+GRAPH_UNCHECKED_FLAG = "graph-unchecked"  # the call refused CUDA graph capture, so that check did not run
+# A call that launches a kernel cannot take less GPU time than an empty kernel's launch in the same run;
+# 0.9 leaves room for the two medians' noise (a tiny real kernel sits just above the empty one).
+BELOW_LAUNCH = 0.9
+SPEEDUP_REFERENCES = (REFERENCE_ROW, "compile")
 
 
 def _round(x: float | None, digits: int = 4) -> float | None:
@@ -26,7 +33,8 @@ def _timing_dict(t: Timing | None) -> dict | None:
     s = t.summary
     return {"median": _round(s.median), "iqr": _round(s.iqr), "n": s.n, "rel_se": _round(s.rel_se, 3),
             "noisy": s.noisy, "rounds": [_round(r) for r in s.rounds], "spread": _round(s.spread, 3),
-            "method": t.method, "invalid_batches": t.invalid_batches, "percentiles": _percentiles(t.samples_us)}
+            "method": t.method, "invalid_batches": t.invalid_batches, "percentiles": _percentiles(t.samples_us),
+            "calls_per_sample": t.calls_per_sample}
 
 
 def _percentiles(samples) -> dict:
@@ -41,32 +49,62 @@ def _ratio(base: Timing | None, mine: Timing | None) -> float | None:
     return base.summary.median / mine.summary.median
 
 
+def _ok(row: Row | None) -> bool:
+    return row is not None and row.status == Status.OK
+
+
+def _speedup(ref: Row | None, row: Row) -> dict:
+    ok = _ok(ref) and _ok(row)
+    return {"gpu": _round(_ratio(ref.gpu, row.gpu), 3) if ok else None,
+            "call": _round(_ratio(ref.call, row.call), 3) if ok else None}
+
+
+def torch_best(row: Row, by_key: dict) -> dict[str, Row | None]:
+    """Per metric, the fastest ok torch row of the same shape and dtype: the best a torch user gets
+    without writing a kernel (eager, in a CUDA graph, compiled, or rewritten)."""
+    torch_rows = [r for name in BUILTIN_ROWS if (r := by_key.get((row.shape, row.dtype, name))) is not None
+                  and r.kind == Kind.BASELINE and _ok(r)]
+    best = {}
+    for metric in ("gpu", "call"):
+        timed = [r for r in torch_rows if getattr(r, metric) is not None]
+        best[metric] = min(timed, key=lambda r: getattr(r, metric).summary.median, default=None)
+    return best
+
+
 def _speedups(row: Row, by_key: dict) -> dict:
-    out = {}
-    for ref_name in ("eager", "compile"):
-        ref = by_key.get((row.shape, row.dtype, ref_name))
-        ok = ref is not None and ref.status == OK and row.status == OK
-        out[f"vs_{ref_name}"] = {"gpu": _round(_ratio(ref.gpu, row.gpu), 3) if ok else None,
-                                 "call": _round(_ratio(ref.call, row.call), 3) if ok else None}
+    out = {f"vs_{name}": _speedup(by_key.get((row.shape, row.dtype, name)), row) for name in SPEEDUP_REFERENCES}
+    best = torch_best(row, by_key)
+    out["vs_torch_best"] = {metric: _speedup(best[metric], row)[metric] for metric in ("gpu", "call")}
     return out
 
 
-def flags(row: Row, roof, cache: str) -> list[str]:
+def below_launch(row: Row, by_key: dict) -> bool:
+    """GPU time under the same run's empty-kernel launch: such a call launched nothing."""
+    floor = by_key.get((row.shape, row.dtype, FLOOR_ROW))
+    if row.kind == Kind.FLOOR or row.gpu is None or not _ok(floor) or floor.gpu is None:
+        return False
+    return row.gpu.summary.median < BELOW_LAUNCH * floor.gpu.summary.median
+
+
+def flags(row: Row, roof, cache: CacheMode, by_key: dict | None = None) -> list[str]:
     out = []
     if any(t is not None and t.summary.noisy for t in (row.gpu, row.call)):
         out.append(NOISE_FLAG)
     if row.clocks is not None and row.clocks.throttled:
         out.append(THROTTLE_FLAG)
-    if cache == "cold" and roof.x_floor is not None and roof.x_floor < SUSPECT_BELOW:
+    under_roofline = cache != CacheMode.HOT and roof.x_floor is not None and roof.x_floor < SUSPECT_BELOW
+    if under_roofline or below_launch(row, by_key or {}):
         out.append(FLOOR_FLAG)
     if row.gpu is not None and not row.gpu.method.startswith("blocked"):
         out.append(UNBLOCKED_FLAG)
+    if row.unchecked:
+        out.append(GRAPH_UNCHECKED_FLAG)
     return out
 
 
-def row_dict(row: Row, by_key: dict, ceilings: Ceilings | None, cache: str, build: str | None = None) -> dict:
+def row_dict(row: Row, by_key: dict, ceilings: Ceilings | None, cache: CacheMode, build: str | None = None) -> dict:
     # The floor row launches an empty kernel: the operation's bytes and FLOPs say nothing about it.
-    timed = row.gpu.summary.median if row.gpu and row.kind != FLOOR else None
+    timed = row.gpu.summary.median if row.gpu and row.kind != Kind.FLOOR else None
     roof = roofline(row.shape, row.dtype, timed, ceilings)
     return {
         "variant": row.variant, "kind": row.kind,
@@ -75,78 +113,34 @@ def row_dict(row: Row, by_key: dict, ceilings: Ceilings | None, cache: str, buil
         "status": row.status, "message": row.message,
         "error": {"max_abs": _round(row.error.max_abs, 3), "rel": _round(row.error.rel, 3)} if row.error else
                  {"max_abs": None, "rel": None},
-        "gpu_us": _timing_dict(row.gpu), "call_us": _timing_dict(row.call),
+        "gpu_us": _timing_dict(row.gpu), "gpu_warm_us": _timing_dict(row.gpu_warm), "call_us": _timing_dict(row.call),
         "speedup": _speedups(row, by_key),
+        "torch_best": {metric: best.variant if best else None for metric, best in torch_best(row, by_key).items()},
         "roofline": {"bytes": roof.bytes, "flops": roof.flops, "floor_us": _round(roof.floor_us),
                      "gbps": _round(roof.gbps), "tflops": _round(roof.tflops), "x_floor": _round(roof.x_floor, 3)},
         "clocks": dataclasses.asdict(row.clocks) if row.clocks else None,
         "compile_s": _round(row.compile_s, 3),
-        "flags": flags(row, roof, cache),
+        "unchecked": list(row.unchecked),
+        "flags": flags(row, roof, cache, by_key),
+        "device": {"index": row.device.index, "uuid": row.device.uuid} if row.device else None,
     }
 
 
 def result_dict(rows: list[Row], env: dict, settings: dict, ceilings: Ceilings | None, complete: bool,
-                builds: dict[str, str] | None = None) -> dict:
+                builds: dict[str, str] | None = None,
+                devices: Mapping[Device, Ceilings | None] | None = None) -> dict:
+    """`devices`: each GPU the rows ran on, with the ceilings measured on it; a row that ran on one is held
+    against that GPU's ceilings, other rows against `ceilings` (which older readers take as the run's)."""
     by_key = {r.key(): r for r in rows}
-    ordered = sorted(rows, key=_order)
-    builds = builds or {}
-    return {"schema": SCHEMA, "complete": complete, "env": env, "settings": settings,
-            "ceilings": dataclasses.asdict(ceilings) if ceilings else None,
-            "rows": [row_dict(r, by_key, ceilings, settings.get("cache", "cold"), builds.get(r.variant))
-                     for r in ordered]}
-
-
-_KIND_ORDER = {"floor": 0, "baseline": 1, "kernel": 2}
-_BASELINE_ORDER = {"eager": 0, "compile": 1, "torch-2gemm": 2}
-
-
-def _order(row: Row):
-    return (row.shape.tokens * row.shape.d, row.shape.label(), row.dtype, _KIND_ORDER.get(row.kind, 3),
-            _BASELINE_ORDER.get(row.variant, 9), row.variant)
-
-
-# ---- rendering: from the result dict only, so a saved file renders the same as a live run ----
-
-COLUMNS = ("shape", "dtype", "variant", "status", "max abs err", "rel err", "GPU µs", "IQR", "call µs",
-           "×eager GPU", "×eager call", "×compile GPU", "×compile call", "GB/s", "TFLOP/s", "×floor", "flags")
-
-
-def _fmt(x, spec: str = ".3g") -> str:
-    return "" if x is None else (x if isinstance(x, str) else format(x, spec))
-
-
-def table_rows(result: dict) -> list[list[str]]:
-    out = []
-    for r in result["rows"]:
-        gpu, call, sp, roof = r["gpu_us"] or {}, r["call_us"] or {}, r["speedup"], r["roofline"]
-        status = r["status"] if r["status"] == OK or not r["message"] else f"{r['status']}: {r['message']}"
-        out.append([r["shape"]["name"] if r["shape"]["name"] != "custom" else shape_label(r["shape"]),
-                    r["dtype"], r["variant"], _clip(status), _fmt(r["error"]["max_abs"], ".2e"),
-                    _fmt(r["error"]["rel"], ".2e"), _fmt(gpu.get("median"), ".4g"), _fmt(gpu.get("iqr"), ".2g"),
-                    _fmt(call.get("median"), ".4g"), _fmt(sp["vs_eager"]["gpu"], ".2f"),
-                    _fmt(sp["vs_eager"]["call"], ".2f"), _fmt(sp["vs_compile"]["gpu"], ".2f"),
-                    _fmt(sp["vs_compile"]["call"], ".2f"), _fmt(roof["gbps"], ".4g"), _fmt(roof["tflops"], ".3g"),
-                    _fmt(roof["x_floor"], ".3g"), ",".join(r["flags"])])
+    ordered = sorted(rows, key=table_order)
+    builds, devices = builds or {}, devices or {}
+    cache = CacheMode(settings.get("cache", CacheMode.COLD_READ))
+    out = {"schema": SCHEMA, "complete": complete, "env": env, "settings": settings,
+           "ceilings": dataclasses.asdict(ceilings) if ceilings else None}
+    if devices:
+        out["devices"] = [{"index": d.index, "uuid": d.uuid, "name": d.name, "host": env.get("host"),
+                           "ceilings": dataclasses.asdict(c) if c else None}
+                          for d, c in sorted(devices.items(), key=lambda item: item[0].index)]
+    out["rows"] = [row_dict(r, by_key, devices.get(r.device, ceilings) if r.device else ceilings, cache,
+                            builds.get(r.variant)) for r in ordered]
     return out
-
-
-def shape_label(shape: dict) -> str:
-    return "b{b} s{s} d{d} r{rank} h{heads}x{head_dim}".format(**shape)
-
-
-def _clip(text: str, width: int = 70) -> str:
-    text = " ".join(text.split())
-    return text if len(text) <= width else text[: width - 1] + "…"
-
-
-def render_table(result: dict, fmt: str = "simple") -> str:
-    return tabulate(table_rows(result), headers=COLUMNS, tablefmt=fmt, disable_numparse=True)
-
-
-def render_markdown(result: dict) -> str:
-    env = result["env"]
-    head = (f"GPU {env.get('gpu') or 'none'}, driver {env.get('driver')}, CUDA {env.get('cuda')}, "
-            f"torch {env.get('torch')}, commit {(env.get('commit') or '?')[:10]}"
-            f"{' (dirty)' if env.get('dirty') else ''}, {env.get('date')}; "
-            f"cache {result['settings'].get('cache')}, {result['settings'].get('rounds')} round(s)")
-    return head + "\n\n" + render_table(result, "github") + "\n"

@@ -6,7 +6,8 @@ import datetime
 
 import torch
 
-from harness.problem import DTYPES, Shape, flops, min_bytes
+from harness.problem import DTYPES
+from harness.shapes import Shape, flops, min_bytes
 
 SUSPECT_BELOW = 0.8  # a cold row under 0.8x its floor is faster than physics allows: flag it
 

@@ -1,4 +1,5 @@
-"""Runs every (target, shape, dtype): builds first, then one worker process per target, row by row.
+"""Runs every (target, shape, dtype): builds first, then one worker process per target, row by row; with
+several GPUs, one such loop per GPU over its share of the (shape, dtype) groups, each pinned to its GPU.
 
 The runner never prints: it logs progress and hands each finished row to `on_row`, so the caller
 can write the result file as rows arrive (an interrupted run keeps every row that finished).
@@ -6,20 +7,22 @@ can write the result file as rows arrive (an interrupted run keeps every row tha
 from __future__ import annotations
 
 import dataclasses
+import functools
 import logging
 import multiprocessing
 import queue as queue_module
+import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
 
-from harness import build, discover
+from harness import build, discover, schedule
 from harness.baselines import baseline_targets
+from harness.devices import pinned_call, probe_worker
 from harness.errors import HeaderError
-from harness.records import (BAD_HEADER, BUILD_FAILED, CRASHED, KERNEL, NOT_RUN, TIMED_OUT, UNSUPPORTED, Row,
-                             Target, Task)
+from harness.records import BUILTIN_ROWS, Device, Kind, Row, Settings, Status, Target, Task
 from harness.roofline import Ceilings
-from harness.worker import Settings, measure_ceilings_worker, serve
+from harness.worker import measure_ceilings_worker, serve
 
 log = logging.getLogger(__name__)
 TIMING_KERNELS = Path(__file__).resolve().parent / "cuda" / "timing_kernels.cu"
@@ -29,16 +32,18 @@ void blocker_destroy(int64_t handle);
 void blocker_hold(int64_t handle, double timeout_s);
 void blocker_release(int64_t handle);
 bool blocker_timed_out(int64_t handle);
+bool reset_persisting_l2();
+std::vector<int64_t> persisting_l2_state();
+void set_persisting_l2(int64_t limit_bytes, int64_t ptr, int64_t window_bytes);
 """
 TIMING_FUNCTIONS = ("empty_launch", "blocker_create", "blocker_destroy", "blocker_hold", "blocker_release",
-                    "blocker_timed_out")
+                    "blocker_timed_out", "reset_persisting_l2", "persisting_l2_state", "set_persisting_l2")
 
 
 @dataclasses.dataclass(frozen=True)
 class Plan:
     targets: list[Target]     # runnable: baselines, floor and the kernels that built
     rows: list[Row]           # rows already decided without a GPU: bad header, build failed, unsupported
-    arch: str = ""            # the -gencode flags everything was built with
 
 
 def timing_extension() -> build.ExtensionSource:
@@ -51,51 +56,90 @@ def variant_extension(spec: discover.VariantSpec) -> build.ExtensionSource:
 
 
 def plan(paths: list[Path], tasks: list[Task], cache_root: Path = build.DEFAULT_CACHE,
-         jobs: int | None = None) -> Plan:
+         jobs: int | None = None, baselines: tuple[str, ...] = BUILTIN_ROWS) -> Plan:
     """Parse headers and build everything; each failure becomes rows, never a stopped run."""
     specs, rows = [], []
     for path in paths:
         try:
             specs.append(discover.load_variant(path))
         except HeaderError as exc:
-            rows += [Row(path.stem, KERNEL, t.shape, t.dtype, BAD_HEADER, str(exc)) for t in tasks]
+            rows += [Row(path.stem, Kind.KERNEL, t.shape, t.dtype, Status.BAD_HEADER, str(exc)) for t in tasks]
     sources = [timing_extension()] + [variant_extension(s) for s in specs]
     built = build.build_all(sources, cache_root, jobs)
     helper = built["timing_kernels"]
     if not helper.ok:
         raise RuntimeError(f"the harness's own timing kernels failed to build:\n{helper.message}")
-    targets = baseline_targets(helper.so_path, helper.module_name)
+    targets = baseline_targets(helper.so_path, helper.module_name, baselines)
     for spec in specs:
         result = built[spec.name]
         if not result.ok:
             message = f"{spec.path}: {result.message} (full log: {result.log_path})"
-            rows += [Row(spec.name, KERNEL, t.shape, t.dtype, BUILD_FAILED, message) for t in tasks]
+            rows += [Row(spec.name, Kind.KERNEL, t.shape, t.dtype, Status.BUILD_FAILED, message) for t in tasks]
             continue
-        targets.append(Target(spec.name, KERNEL, spec.dtypes, result.so_path, result.module_name))
-    return Plan(targets, rows, " ".join(build.arch_flags()))
+        targets.append(Target(spec.name, Kind.KERNEL, spec.dtypes, result.so_path, result.module_name))
+    return Plan(targets, rows)
 
 
 def unsupported_rows(target: Target, tasks: list[Task]) -> list[Row]:
-    return [Row(target.name, target.kind, t.shape, t.dtype, UNSUPPORTED,
+    return [Row(target.name, target.kind, t.shape, t.dtype, Status.UNSUPPORTED,
                 f"header dtypes: {', '.join(target.dtypes)}") for t in tasks if t.dtype not in target.dtypes]
 
 
 def not_run_rows(targets: list[Target], tasks: list[Task], why: str) -> list[Row]:
-    return [Row(t.name, t.kind, task.shape, task.dtype, NOT_RUN, why)
+    return [Row(t.name, t.kind, task.shape, task.dtype, Status.NOT_RUN, why)
             for t in targets for task in tasks if task.dtype in t.dtypes]
 
 
-def _spawn(ctx, target, fn, *args):
+# ---- processes -----------------------------------------------------------------------------------
+
+@dataclasses.dataclass(frozen=True)
+class Processes:
+    """The entry points of the processes the runner starts (tests pass fakes that crash, hang or lose
+    their GPU on cue), and how long one may take to start."""
+    serve: Callable = serve                       # runs one target's tasks (harness/worker.py)
+    ceilings: Callable = measure_ceilings_worker  # measures one device's copy bandwidth and matmul rates
+    probe: Callable = probe_worker                # does a fresh process still get a working GPU?
+    start_timeout_s: float = 180.0
+    probe_timeout_s: float = 60.0
+
+
+class DeviceLost(Exception):
+    """A GPU stopped working: a fresh process cannot use it. `pending` are the current target's rows
+    that did not run there (None: none of the device's rows ran)."""
+
+    def __init__(self, reason: str, pending: list[Task] | None):
+        super().__init__(reason)
+        self.reason, self.pending = reason, pending
+
+
+def worker_context():
+    """Workers fork from a server process that imported torch and the worker module once, so a worker
+    (and a new one after a crash) starts without importing torch again; each still runs in a process of
+    its own. The server never initialises CUDA, so its forks can. Setting the preload list is idempotent:
+    it is read once, when this process starts its fork server."""
+    ctx = multiprocessing.get_context("forkserver")
+    ctx.set_forkserver_preload(["harness.worker"])
+    return ctx
+
+
+def _spawn(ctx, name: str, fn, *args, device: Device | None = None):
+    """Start `fn(*args, queue)` in a worker process; pinned to `device` if one is given (devices.pinned_call
+    says how)."""
     q = ctx.Queue()
-    proc = ctx.Process(target=fn, args=(*args, q), name=f"worker-{target}", daemon=True)
+    call = (fn, (*args, q)) if device is None else (pinned_call, (device.uuid, fn, *args, q))
+    proc = ctx.Process(target=call[0], args=call[1], name=f"worker-{name}", daemon=True)
     proc.start()
     return proc, q
 
 
-def _receive(proc, q, timeout_s: float):
-    """The next message, or None if the worker died or stayed silent for timeout_s."""
+def _stopped(stop: threading.Event | None) -> bool:
+    return stop is not None and stop.is_set()
+
+
+def _receive(proc, q, timeout_s: float, stop: threading.Event | None = None):
+    """The next message, or None if the worker died, stayed silent for timeout_s, or the run was stopped."""
     deadline = time.monotonic() + timeout_s
-    while time.monotonic() < deadline:
+    while time.monotonic() < deadline and not _stopped(stop):
         try:
             return q.get(timeout=0.5)
         except queue_module.Empty:
@@ -114,55 +158,206 @@ def _stop(proc) -> None:
 
 
 def run_target(target: Target, tasks: list[Task], settings: Settings, on_row: Callable[[Row], None],
-               row_timeout_s: float, start_timeout_s: float = 180.0, worker: Callable = serve) -> None:
+               row_timeout_s: float, start_timeout_s: float = 180.0, worker: Callable = serve,
+               device: Device | None = None, probe: Callable[[], str | None] | None = None,
+               stop: threading.Event | None = None) -> float:
     """All tasks of one target; a crashed or silent worker costs its current row, then a new one starts.
-    `worker` is the process's entry point (tests pass fakes that crash or hang on cue)."""
-    ctx = multiprocessing.get_context("spawn")
+    `worker` is the process's entry point (tests pass fakes that crash or hang on cue); it runs pinned to
+    `device` if one is given. A worker that fails before it is ready has not run any variant code: then
+    `probe` (if given) says whether the device itself is gone, and if so DeviceLost ends the target.
+    Returns the seconds its workers took to become ready (process start, imports, CUDA context)."""
+    ctx = worker_context()
     pending = list(tasks)
-    while pending:
-        proc, q = _spawn(ctx, target.name, worker, target, pending, settings)
-        current, rows_done = None, 0
+    startup_s = 0.0
+    while pending and not _stopped(stop):
+        spawned = time.monotonic()
+        proc, q = _spawn(ctx, target.name, worker, target, pending, settings, device=device)
+        ready, current, rows_done = False, None, 0
         try:
-            msg = _receive(proc, q, start_timeout_s)
+            msg = _receive(proc, q, start_timeout_s, stop)
             while msg is not None and msg[0] != "done":
                 kind, payload = msg
-                if kind == "start":
+                if kind == "ready":
+                    ready, startup_s = True, startup_s + time.monotonic() - spawned
+                elif kind == "start":
                     current = payload
                 elif kind == "row":
                     pending.remove(Task(payload.shape, payload.dtype))
                     on_row(payload)
                     current, rows_done = None, rows_done + 1
-                msg = _receive(proc, q, row_timeout_s if current else start_timeout_s)
-            if msg is None and (current is not None or rows_done == 0):
+                msg = _receive(proc, q, row_timeout_s if current else start_timeout_s, stop)
+            if msg is None and not _stopped(stop) and (current is not None or rows_done == 0):
                 # Died or hung inside a row (or before its first): that row pays, the rest go on.
                 victim = current or pending[0]
-                status = TIMED_OUT if proc.is_alive() else CRASHED
-                why = (f"no answer within {row_timeout_s:.0f} s (hang?)" if status == TIMED_OUT
+                status = Status.TIMED_OUT if proc.is_alive() else Status.CRASHED
+                _stop(proc)
+                why = (f"no answer within {row_timeout_s:.0f} s (hang?)" if status == Status.TIMED_OUT
                        else f"worker process died (exit code {proc.exitcode})")
+                if not ready and probe is not None and (reason := probe()):
+                    raise DeviceLost(reason, pending)
                 pending.remove(victim)
                 on_row(Row(target.name, target.kind, victim.shape, victim.dtype, status, why))
         finally:
             _stop(proc)
+    return startup_s
 
 
-def measure_ceilings(dtypes: list[str], timeout_s: float = 300.0) -> Ceilings | None:
-    ctx = multiprocessing.get_context("spawn")
-    proc, q = _spawn(ctx, "ceilings", measure_ceilings_worker, dtypes)
+def measure_ceilings(dtypes: list[str], timeout_s: float = 300.0, device: Device | None = None,
+                     worker: Callable = measure_ceilings_worker,
+                     stop: threading.Event | None = None) -> Ceilings | None:
+    proc, q = _spawn(worker_context(), "ceilings", worker, dtypes, device=device)
     try:
-        msg = _receive(proc, q, timeout_s)
+        msg = _receive(proc, q, timeout_s, stop)
         return msg[1] if msg else None
     finally:
         _stop(proc)
 
 
+def probe_device(device: Device, processes: Processes = Processes()) -> str | None:
+    """None if a fresh process pinned to `device` gets a working CUDA context there, else why not."""
+    proc, q = _spawn(worker_context(), f"probe-gpu{device.index}", processes.probe, device=device)
+    try:
+        msg = _receive(proc, q, processes.probe_timeout_s)
+        silent = msg is None and proc.is_alive()
+    finally:
+        _stop(proc)
+    if msg is None:
+        return ("a fresh process got no answer from it" if silent else
+                f"a fresh process could not start on it (exit code {proc.exitcode})")
+    return None if msg[0] == "ok" else f"a fresh process cannot use it ({msg[1]})"
+
+
+# ---- the run: groups over devices ------------------------------------------------------------------
+
+@dataclasses.dataclass(frozen=True)
+class Share:
+    """The groups one device runs, and how long it took: wall seconds from its first process to its last
+    row, and of those the seconds its worker processes took to start (the fixed cost of each GPU)."""
+    device: Device | None     # None: this process's current GPU, unpinned
+    tasks: list[Task]
+    busy_s: float = 0.0
+    startup_s: float = 0.0
+
+
+def assign(targets: list[Target], tasks: list[Task], devices: list[Device] | None) -> list[Share]:
+    """Whole (shape, dtype) groups per device (harness/schedule.py says why), balanced on the number of
+    rows each group runs. One device gets every group in the order given: the work of a one-GPU run."""
+    if not devices:
+        return [Share(None, list(tasks))]
+    parts = schedule.split(tasks, len(devices), weight=lambda task: sum(task.dtype in t.dtypes for t in targets))
+    for device, part in zip(devices, parts):
+        if not part:
+            log.info("GPU %d idle: fewer (shape, dtype) groups than GPUs", device.index)
+    return [Share(device, part) for device, part in zip(devices, parts) if part]
+
+
+@dataclasses.dataclass(frozen=True)
+class _Context:
+    """What every device's share needs; `emit` and `on_ceilings` are serialized across device threads."""
+    settings: Settings
+    emit: Callable[[Row], None]
+    on_ceilings: Callable[[Device | None, Ceilings | None], None] | None
+    row_timeout_s: float
+    processes: Processes
+    stop: threading.Event
+
+
+def run_share(share: Share, targets: list[Target], cx: _Context) -> Share:
+    """One device's groups, target by target, a worker process per target: the order a one-GPU run has
+    always had. If the device is lost, its remaining rows are not-run with the reason."""
+    t0 = time.monotonic()
+    device = share.device
+    emit = cx.emit if device is None else (lambda row: cx.emit(dataclasses.replace(row, device=device)))
+    probe = None if device is None else (lambda: probe_device(device, cx.processes))
+    todo = [(t, runnable) for t in targets if (runnable := [task for task in share.tasks if task.dtype in t.dtypes])]
+    where = "" if device is None else f" on GPU {device.index}"
+    done, startup_s = 0, 0.0
+    try:
+        if cx.on_ceilings is not None and todo:
+            ceilings = measure_ceilings(sorted({t.dtype for t in share.tasks}), device=device,
+                                        worker=cx.processes.ceilings, stop=cx.stop)
+            if ceilings is None and probe is not None and (reason := probe()):
+                raise DeviceLost(reason, None)
+            cx.on_ceilings(device, ceilings)
+        for target, runnable in todo:
+            if cx.stop.is_set():
+                break
+            log.info("running %s on %d (shape, dtype) pair(s)%s", target.name, len(runnable), where)
+            startup_s += run_target(target, runnable, cx.settings, emit, cx.row_timeout_s,
+                                    cx.processes.start_timeout_s, cx.processes.serve, device=device, probe=probe,
+                                    stop=cx.stop)
+            done += 1
+    except DeviceLost as lost:
+        why = f"GPU {device.index} ({device.uuid}) lost: {lost.reason}"
+        left = todo[done:] if lost.pending is None else [(todo[done][0], lost.pending)] + todo[done + 1:]
+        log.warning("%s; %d row(s) not run", why, sum(len(tasks) for _, tasks in left))
+        for target, tasks in left:
+            for task in tasks:
+                emit(Row(target.name, target.kind, task.shape, task.dtype, Status.NOT_RUN, why))
+    return dataclasses.replace(share, busy_s=time.monotonic() - t0, startup_s=startup_s)
+
+
 def run(plan_: Plan, tasks: list[Task], settings: Settings, on_row: Callable[[Row], None],
-        row_timeout_s: float = 600.0) -> None:
+        row_timeout_s: float = 600.0, devices: list[Device] | None = None,
+        on_ceilings: Callable[[Device | None, Ceilings | None], None] | None = None,
+        processes: Processes = Processes()) -> list[Share]:
+    """Every row of the plan. `devices`: the GPUs to spread whole (shape, dtype) groups over, one thread and
+    one worker process at a time per GPU, each pinned to its GPU; None runs on this process's current GPU,
+    unpinned. `on_ceilings(device, ceilings)` receives each device's ceilings, measured before its rows
+    (not measured without it). Returns what each device ran and for how long."""
+    stop, lock = threading.Event(), threading.Lock()
+
+    def emit(row: Row) -> None:
+        with lock:
+            if stop.is_set():  # after Ctrl-C, killed workers are not the variants' crashes
+                return
+            try:
+                on_row(row)
+            except BaseException:  # Ctrl-C or a failing handler: no other device's row gets in after it
+                stop.set()
+                raise
+
+    def ceilings(device: Device | None, found: Ceilings | None) -> None:
+        with lock:
+            on_ceilings(device, found)
+
+    cx = _Context(settings, emit, ceilings if on_ceilings else None, row_timeout_s, processes, stop)
     for row in plan_.rows:
-        on_row(row)
+        emit(row)
     for target in plan_.targets:
         for row in unsupported_rows(target, tasks):
-            on_row(row)
-        runnable = [t for t in tasks if t.dtype in target.dtypes]
-        if runnable:
-            log.info("running %s on %d (shape, dtype) pair(s)", target.name, len(runnable))
-            run_target(target, runnable, settings, on_row, row_timeout_s)
+            emit(row)
+    shares = assign(plan_.targets, tasks, devices)
+    if len(shares) == 1:  # in this thread: Ctrl-C reaches the one running worker loop directly
+        return [run_share(shares[0], plan_.targets, cx)]
+    return _in_threads([functools.partial(run_share, share, plan_.targets, cx) for share in shares], stop)
+
+
+def _in_threads(jobs: list[Callable[[], Share]], stop: threading.Event) -> list[Share]:
+    """Each job in a thread of its own; Ctrl-C (or a bug in one) stops them all."""
+    results: list = [None] * len(jobs)
+    errors: list[BaseException] = []
+
+    def guarded(i: int) -> None:
+        try:
+            results[i] = jobs[i]()
+        except BaseException as exc:  # re-raised in the main thread below
+            errors.append(exc)
+            stop.set()
+
+    threads = [threading.Thread(target=guarded, args=(i,), name=f"device-{i}", daemon=True)
+               for i in range(len(jobs))]
+    for thread in threads:
+        thread.start()
+    try:
+        for thread in threads:
+            while thread.is_alive():
+                thread.join(timeout=0.2)
+    except KeyboardInterrupt:
+        stop.set()  # each thread kills its worker and returns; the rows it would send after are dropped
+        for thread in threads:
+            thread.join()
+        raise
+    if errors:
+        raise errors[0]
+    return results

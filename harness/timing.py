@@ -3,9 +3,15 @@
 - GpuTime: device time of one call. A blocking kernel holds the stream while the host queues a
   batch of (L2 flush, start event, call, end event); released, the batch runs back to back, so the
   events bracket device work only, not the host's launch overhead (nvbench's cold measurement).
+  The blocker is what keeps the host out of the numbers when nothing else does: with the L2 kept warm
+  (`--cache hot`) and a call whose host side is slower than its kernel. In the cold modes the flush
+  before each call mostly keeps the GPU busy while the host queues the next call anyway.
 - CallLatency: host wall time per call, calls back to back, synchronized at the end of each sample:
-  what a caller of the function feels, host overhead included.
-`measure` drives either kind under a StoppingRule; `clock` is injectable so tests need no GPU.
+  what a caller of the function feels, host overhead included. Its L2 is warm (nothing flushes it
+  between calls), and a sample is the mean of `calls_per_sample` calls.
+`measure` drives either kind under a StoppingRule. The clock, the event type and the synchronize function
+are injectable, so tests run the loops with no GPU; their defaults are bound when this module is imported,
+before any variant is, so a variant that rebinds them later does not change what is measured here.
 """
 from __future__ import annotations
 
@@ -22,6 +28,7 @@ from harness.stats import StoppingRule
 log = logging.getLogger(__name__)
 
 Call = Callable[[], object]  # one call of the timed function; the caller rotates input sets
+_perf_counter, _synchronize_device = time.perf_counter, torch.cuda.synchronize  # bound before any variant
 
 
 class MeasurementKind(Protocol):
@@ -66,15 +73,18 @@ class L2Flush:
 class GpuTime:
     name = "gpu"
 
-    def __init__(self, blocker, flush: L2Flush | None, batch: int = 16, timeout_s: float = 1.0):
+    def __init__(self, blocker, flush: L2Flush | None, batch: int = 16, timeout_s: float = 1.0,
+                 event_type=torch.cuda.Event):
         self.blocker = blocker          # the timing_kernels extension (hold/release/timed_out)
         self.handle = blocker.blocker_create()
         self.flush = flush
         self.batch = batch
         self.timeout_s = timeout_s
         self.blocked = True             # falls back to plain events if even one call cannot be blocked
-        self.events = [(torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True))
-                       for _ in range(batch)]
+        # The event methods as they are now: a later rebinding of the class's attributes is not used.
+        self._record, self._elapsed_ms = event_type.record, event_type.elapsed_time
+        self._synchronize = event_type.synchronize
+        self.events = [(event_type(enable_timing=True), event_type(enable_timing=True)) for _ in range(batch)]
 
     @property
     def method(self) -> str:
@@ -95,16 +105,16 @@ class GpuTime:
             if self.flush:
                 self.flush()
             start, end = self.events[j]
-            start.record()
+            self._record(start)
             call()
-            end.record()
+            self._record(end)
         if self.blocked:
             self.blocker.blocker_release(self.handle)
-        self.events[n - 1][1].synchronize()
+        self._synchronize(self.events[n - 1][1])
         if self.blocked and self.blocker.blocker_timed_out(self.handle):
             self._shrink()
             return None
-        return [s.elapsed_time(e) * 1e3 for s, e in self.events[:n]]
+        return [self._elapsed_ms(s, e) * 1e3 for s, e in self.events[:n]]
 
     def _shrink(self) -> None:
         """A timed-out blocker means the queue filled or a call synchronized: queue fewer calls."""
@@ -115,7 +125,7 @@ class GpuTime:
             self.blocked = False
 
     def close(self) -> None:
-        torch.cuda.synchronize()
+        _synchronize_device()
         self.blocker.blocker_destroy(self.handle)
 
 
@@ -123,41 +133,43 @@ class CallLatency:
     name = "call"
     method = "wall-clock"
 
-    def __init__(self, calls_per_sample: int = 1, clock: Callable[[], float] = time.perf_counter):
+    def __init__(self, calls_per_sample: int = 1, clock: Callable[[], float] = time.perf_counter,
+                 synchronize: Callable[[], None] = torch.cuda.synchronize):
         self.calls_per_sample = calls_per_sample
         self.clock = clock
+        self.synchronize = synchronize
 
     def sample_batch(self, call: Call) -> list[float] | None:
         k = self.calls_per_sample
-        torch.cuda.synchronize()
+        self.synchronize()
         t0 = self.clock()
         for j in range(k):
             call()
-        torch.cuda.synchronize()
+        self.synchronize()
         return [(self.clock() - t0) / k * 1e6]
 
 
 def calls_per_sample(call: Call, target_s: float = 5e-4, limit: int = 64) -> int:
     """Enough back-to-back calls that one sample lasts about target_s (sync cost amortized)."""
-    torch.cuda.synchronize()
-    t0 = time.perf_counter()
+    _synchronize_device()
+    t0 = _perf_counter()
     for _ in range(3):
         call()
-    torch.cuda.synchronize()
-    per_call = (time.perf_counter() - t0) / 3
+    _synchronize_device()
+    per_call = (_perf_counter() - t0) / 3
     return max(1, min(limit, int(target_s / max(per_call, 1e-9))))
 
 
 def warm_up(call: Call, min_calls: int = 5, min_time_s: float = 0.05) -> None:
     """Module load, handle creation, autotuning and allocator growth stay out of the numbers."""
-    t0 = time.perf_counter()
+    t0 = _perf_counter()
     i = 0
-    while i < min_calls or time.perf_counter() - t0 < min_time_s:
+    while i < min_calls or _perf_counter() - t0 < min_time_s:
         call()
         i += 1
         if i >= 10000:
             break
-    torch.cuda.synchronize()
+    _synchronize_device()
 
 
 def measure(kind: MeasurementKind, call: Call, rule: StoppingRule,

@@ -16,26 +16,12 @@ import torch
 
 from harness import baselines, check, timing
 from harness.env import ClockSampler
-from harness.problem import DTYPES, Inputs, Shape, make_inputs, reference_float64
-from harness.records import CRASHED, FLOOR, KERNEL, OK, REJECTED, Row, Target, Task, Timing
+from harness.guard import Guard
+from harness.problem import DTYPES, Inputs, make_inputs
+from harness.records import Kind, Row, Settings, Status, Target, Task, Timing
 from harness.stats import StoppingRule, summarize
 
 log = logging.getLogger(__name__)
-
-
-@dataclasses.dataclass(frozen=True)
-class Settings:
-    trials: int = 3
-    seed: int = 0
-    cache: str = "cold"           # "cold": L2 flushed before each GPU-time sample; "hot": kept
-    flush: str = "read"           # how a cold sample evicts the L2 (see timing.L2Flush)
-    rounds: int = 2
-    time: bool = True             # False: check only (the GPU tests)
-    input_sets: int = 4
-    rule: StoppingRule = StoppingRule()
-    call_rule: StoppingRule = StoppingRule(noise_target=0.01, min_samples=20)
-    timing_so: str = ""           # the blocking-kernel extension
-    timing_module: str = ""
 
 
 @contextlib.contextmanager
@@ -76,78 +62,118 @@ class Rotation:
         self.last_out = self.forward(self.last_set)
 
 
-def time_task(rotation: Rotation, gpu_kind: timing.GpuTime, settings: Settings) -> tuple[Timing, Timing]:
+@dataclasses.dataclass(frozen=True)
+class Instruments:
+    """What measures, made once per worker before any variant is imported."""
+    helper: object                    # the timing_kernels extension
+    gpu: timing.GpuTime               # device time in the run's cache mode
+    gpu_warm: timing.GpuTime | None   # device time with a warm L2, as call latency has it (cold modes only)
+    guard: Guard                      # what the timing and the check rely on, as it was
+
+
+def make_instruments(helper, settings: Settings) -> Instruments:
+    """Call before any variant is imported: the guard's snapshot is taken now."""
+    flush = timing.L2Flush(settings.cache.flush) if settings.cache.flush else None
+    return Instruments(helper, timing.GpuTime(helper, flush), timing.GpuTime(helper, None) if flush else None,
+                       Guard(helper))
+
+
+def time_task(rotation: Rotation, tools: Instruments, settings: Settings) -> tuple[Timing, Timing, Timing | None]:
     timing.warm_up(rotation)
-    gpu_kind.warm_up(rotation)
-    latency = timing.CallLatency(timing.calls_per_sample(rotation))
+    tools.gpu.warm_up(rotation)
+    tools.helper.reset_persisting_l2()  # after the variant's own calls: lines marked persisting survive a flush
+    k = timing.calls_per_sample(rotation)
+    latency = timing.CallLatency(k)
     gpu_meas, call_meas = [], []
     for _ in range(settings.rounds):
-        gpu_meas.append(timing.measure(gpu_kind, rotation, settings.rule))
+        gpu_meas.append(timing.measure(tools.gpu, rotation, settings.rule))
         call_meas.append(timing.measure(latency, rotation, settings.call_rule))
-    return (_timing(gpu_meas, settings.rule), _timing(call_meas, settings.call_rule))
+    warm = None
+    if tools.gpu_warm is not None:  # one round: it serves the device-bound test, not the gate's spread
+        warm = _timing([timing.measure(tools.gpu_warm, rotation, settings.rule)], settings.rule)
+    return _timing(gpu_meas, settings.rule), _timing(call_meas, settings.call_rule, k), warm
 
 
-def _timing(measurements: list[timing.Measurement], rule: StoppingRule) -> Timing:
+def _timing(measurements: list[timing.Measurement], rule: StoppingRule, calls_per_sample: int = 1) -> Timing:
     rounds = [m.samples_us for m in measurements]
     return Timing(summary=summarize(rounds, rule), method=measurements[-1].method,
                   samples_us=tuple(x for r in rounds for x in r),
-                  invalid_batches=sum(m.invalid_batches for m in measurements))
+                  invalid_batches=sum(m.invalid_batches for m in measurements), calls_per_sample=calls_per_sample)
 
 
-def recheck_timed_output(rotation: Rotation, shape: Shape, dtype: str) -> check.CheckResult:
-    torch.cuda.synchronize()
-    ref = reference_float64(shape, rotation.last_set)
-    layout = check.judge_layout(rotation.last_out, shape, dtype, ref.device)
-    return layout or check.judge_values(rotation.last_out, ref, dtype)
-
-
-def run_task(target: Target, task: Task, settings: Settings, gpu_kind: timing.GpuTime) -> Row:
+def run_task(target: Target, task: Task, settings: Settings, tools: Instruments) -> Row:
     shape, dtype = task.shape, task.dtype
-    row = Row(target.name, target.kind, shape, dtype, OK)
+    row = Row(target.name, target.kind, shape, dtype, Status.OK)
     sets = [make_inputs(shape, DTYPES[dtype], seed=settings.seed + 1000 + i) for i in range(settings.input_sets)]
     forward, compile_s = baselines.prepare(target, shape, sets[0])
     row = dataclasses.replace(row, compile_s=compile_s)
-    if target.kind != FLOOR:
+    if target.kind != Kind.FLOOR:
         result = check.check_variant(forward, shape, dtype, settings.trials, settings.seed,
-                                     graph_check=target.kind == KERNEL)
-        row = dataclasses.replace(row, status=result.status, message=result.message, error=result.error)
-        if result.status != OK or not settings.time:
+                                     graph_check=target.kind == Kind.KERNEL, fresh_output=target.fresh_output)
+        row = dataclasses.replace(row, status=result.status, message=result.message, error=result.error,
+                                  unchecked=result.unchecked)
+        if result.status != Status.OK or not settings.time:
             return row
     rotation = Rotation(forward, sets)
     with ClockSampler() as sampler:
-        gpu, call = time_task(rotation, gpu_kind, settings)
-    row = dataclasses.replace(row, gpu=gpu, call=call, clocks=sampler.clocks())
-    if target.kind != FLOOR:
-        again = recheck_timed_output(rotation, shape, dtype)
-        if again.status != OK:
-            return dataclasses.replace(row, status=again.status, gpu=None, call=None,
-                                       message=f"output of a timed call: {again.message}")
+        gpu, call, warm = time_task(rotation, tools, settings)
+    row = dataclasses.replace(row, gpu=gpu, call=call, gpu_warm=warm, clocks=sampler.clocks())
+    if target.kind != Kind.FLOOR:
+        again = check.check_after_timing(forward, shape, dtype, rotation.sets, rotation.last_out, rotation.last_set,
+                                         settings.seed, target.fresh_output)
+        if again.status != Status.OK:
+            return without_timings(dataclasses.replace(row, status=again.status, message=again.message))
     return row
 
 
+def without_timings(row: Row) -> Row:
+    """A failed row carries no numbers: they would be read as the variant's."""
+    return dataclasses.replace(row, gpu=None, call=None, gpu_warm=None)
+
+
+def tampering(tools: Instruments) -> list[str]:
+    """What was changed that the timing relies on: rebound attributes, a persisting-L2 limit or window."""
+    changed = tools.guard.replaced()
+    limit, window = tools.helper.persisting_l2_state()
+    if limit or window:
+        changed.append(f"the persisting-L2 limit ({limit} B) or the stream's access window ({window} B), which "
+                       "keep lines in L2 through the flush")
+    return changed
+
+
+def judge_tampering(row: Row, tools: Instruments) -> Row:
+    """A row during which the timing's tools were changed fails, whatever it measured; the tools are put
+    back for the next row."""
+    changed = tampering(tools)
+    if not changed:
+        return row
+    tools.guard.restore()
+    tools.helper.reset_persisting_l2()
+    return without_timings(dataclasses.replace(
+        row, status=Status.TAMPERED, message=f"changed what the timing relies on: {', '.join(changed)} (restored)"))
+
+
 def serve(target: Target, tasks: list[Task], settings: Settings, queue) -> None:
-    """Worker entry point (spawned)."""
+    """Worker entry point (its own process)."""
     logging.basicConfig(level=logging.WARNING, stream=sys.stderr)
     torch.cuda.init()
     helper = baselines.import_extension(settings.timing_so, settings.timing_module)
     stream = torch.cuda.Stream()  # not the legacy default stream, which would hide wrong-stream work
     queue.put(("ready", None))
     with exact_float32(), torch.cuda.stream(stream):
-        flush = timing.L2Flush(settings.flush) if settings.cache == "cold" else None
-        gpu_kind = timing.GpuTime(helper, flush)
+        tools = make_instruments(helper, settings)  # before any variant is imported
         for task in tasks:
             queue.put(("start", task))
             try:
-                row = run_task(target, task, settings, gpu_kind)
+                row = run_task(target, task, settings, tools)
             except Exception as exc:
                 broken = context_broken()
-                status = CRASHED if broken else REJECTED
-                message = _one_line(exc)
-                queue.put(("row", Row(target.name, target.kind, task.shape, task.dtype, status, message)))
+                status = Status.CRASHED if broken else Status.REJECTED
+                row = Row(target.name, target.kind, task.shape, task.dtype, status, _one_line(exc))
                 if broken:  # this context is unusable: the parent restarts a worker for the rest
+                    queue.put(("row", row))
                     _exit_now(queue, 3)
-                continue
-            queue.put(("row", row))
+            queue.put(("row", judge_tampering(row, tools)))
     queue.put(("done", None))
     _exit_now(queue, 0)
 

@@ -8,7 +8,8 @@ import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from harness import baselines, build, discover, runner  # noqa: E402
-from harness.problem import DTYPES, make_inputs, parse_shapes  # noqa: E402
+from harness.problem import DTYPES, make_inputs  # noqa: E402
+from harness.shapes import parse_shapes  # noqa: E402
 
 
 def main(name: str, shape_spec: str, dtype: str, calls: int = 5) -> None:

@@ -1,13 +1,18 @@
 """Worker entry points that behave on cue, for testing the runner's process handling without a GPU.
 They speak the real protocol: ("ready"), then ("start", task) and ("row", Row) per task, then ("done")."""
+import dataclasses
+import hashlib
+import json
 import os
+import sys
 import time
+from pathlib import Path
 
-from harness.records import OK, Row
+from harness.records import Row, Status
 
 
 def _row(target, task):
-    return Row(target.name, target.kind, task.shape, task.dtype, OK, f"pid {os.getpid()}")
+    return Row(target.name, target.kind, task.shape, task.dtype, Status.OK, f"pid {os.getpid()}")
 
 
 def well_behaved(target, tasks, settings, queue):
@@ -44,3 +49,79 @@ def hangs_on_dtype_float16(target, tasks, settings, queue):
 
 def dies_at_start(target, tasks, settings, queue):
     os._exit(9)
+
+
+def reports_preloaded(target, tasks, settings, queue):
+    """Says whether torch was already imported when the worker started (its start-up shared)."""
+    queue.put(("ready", None))
+    for task in tasks:
+        queue.put(("start", task))
+        row = dataclasses.replace(_row(target, task), message=f"torch preloaded: {'torch' in sys.modules}")
+        queue.put(("row", row))
+    queue.put(("done", None))
+
+
+# ---- several GPUs: what a worker sees of its pinning, and a GPU that falls off the bus ----
+
+# A GPU is gone when a file named after its UUID is in `lost_dir`, a folder each test passes as the first
+# argument (functools.partial): workers fork from a server whose environment a test cannot change.
+LOSING_GPU = "GPU-bbbb"  # the GPU that fails in `loses_gpu_b_on_its_second_row`
+
+
+def _pinned_to() -> str | None:
+    return os.environ.get("CUDA_VISIBLE_DEVICES")
+
+
+def reports_its_gpu(target, tasks, settings, queue):
+    """Each row's message says what the process saw: the GPU it was pinned to, the rest of its environment
+    (a digest), its pid, and when the row started and ended (to see two GPUs work at once)."""
+    queue.put(("ready", None))
+    for task in tasks:
+        queue.put(("start", task))
+        t0 = time.time()
+        time.sleep(0.4)
+        rest = sorted((k, v) for k, v in os.environ.items() if k != "CUDA_VISIBLE_DEVICES")
+        seen = {"visible": _pinned_to(), "rest": hashlib.sha256(json.dumps(rest).encode()).hexdigest(), "pid": os.getpid(), "t0": t0, "t1": time.time()}
+        queue.put(("row", Row(target.name, target.kind, task.shape, task.dtype, Status.OK, json.dumps(seen))))
+    queue.put(("done", None))
+
+
+def _gone(lost_dir: str, gpu: str | None) -> bool:
+    return gpu is not None and (Path(lost_dir) / gpu).exists()
+
+
+def loses_gpu_b_on_its_second_row(lost_dir, target, tasks, settings, queue):
+    """On LOSING_GPU the second row a process runs takes the GPU down: that process dies, and every later
+    process pinned there dies before it is ready, as torch.cuda.init() does on a GPU that is gone."""
+    if _gone(lost_dir, _pinned_to()):
+        os._exit(1)
+    queue.put(("ready", None))
+    for i, task in enumerate(tasks):
+        queue.put(("start", task))
+        if _pinned_to() == LOSING_GPU and i == 1:
+            (Path(lost_dir) / LOSING_GPU).touch()
+            queue.close()
+            queue.join_thread()
+            os._exit(7)
+        queue.put(("row", _row(target, task)))
+    queue.put(("done", None))
+
+
+def probe_sees_lost_gpus(lost_dir, queue):
+    if _gone(lost_dir, _pinned_to()):
+        queue.put(("error", "RuntimeError: No CUDA GPUs are available"))
+    else:
+        queue.put(("ok", None))
+
+
+def ceilings_name_their_gpu(lost_dir, dtypes, queue):
+    """Stands in for the measured ceilings: which GPU the measuring process saw (it dies on a lost GPU)."""
+    if _gone(lost_dir, _pinned_to()):
+        os._exit(1)
+    queue.put(("ceilings", _pinned_to()))
+
+
+def reports_its_cuda_view(queue):
+    """On a real GPU machine: what a pinned process's CUDA sees (how many GPUs, and the first one's UUID)."""
+    import torch
+    queue.put(("view", (torch.cuda.device_count(), str(torch.cuda.get_device_properties(0).uuid))))

@@ -38,7 +38,7 @@ def test_corrupt_and_old_files_exit_2(tmp_path, capsys):
     assert cli.main(["compare", str(truncated), str(DATA / "h200_run1.json")]) == 2
     assert "not valid JSON" in capsys.readouterr().err
     assert cli.main(["compare", str(old), str(DATA / "h200_run1.json")]) == 2
-    assert "schema 0, this harness reads schema 1" in capsys.readouterr().err
+    assert "schema 0, this harness reads schema 1 to 2" in capsys.readouterr().err
 
 
 def test_compare_same_file_passes(tmp_path, capsys):
@@ -52,3 +52,113 @@ def test_entry_point_runs_as_a_script():
     proc = subprocess.run([sys.executable, "run_bench.py", "--dtype", "int8"], cwd=REPO, capture_output=True,
                           text=True)
     assert proc.returncode == 2 and "unknown dtype 'int8'" in proc.stderr
+
+
+def test_ctrl_c_during_the_build_leaves_an_incomplete_result_file(tmp_path, monkeypatch, capsys):
+    from harness import runner
+
+    def interrupted_build(paths, tasks, jobs=None, baselines=()):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(runner, "plan", interrupted_build)
+    out = tmp_path / "r.json"
+    try:
+        code = cli.main(["--kernels", str(REPO / "tests" / "adversarial"), "--variant", "correct_neighbour",
+                         "--json", str(out)])
+    except KeyboardInterrupt:
+        pytest.fail("Ctrl-C during the build escaped as a traceback")
+    assert code == cli.EXIT_INTERRUPTED
+    assert "interrupted: 0 finished row(s) kept" in capsys.readouterr().err
+    result = json.loads(out.read_text())
+    assert result["complete"] is False and result["rows"] == []
+
+
+def test_ctrl_c_does_not_wait_for_running_builds(monkeypatch):
+    """build_all returns at once on Ctrl-C: queued builds never start, running ones are not waited for."""
+    import concurrent.futures
+    import threading
+    import time
+
+    from harness import build
+
+    release, started = threading.Event(), []
+
+    def slow_build(src, cache_root):
+        started.append(src.name)
+        release.wait(30)
+        return build.BuildResult(src.name, ok=True)
+
+    def ctrl_c(*args, **kwargs):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(build, "build_one", slow_build)
+    monkeypatch.setattr(build, "check_toolchain", lambda home: None)
+    monkeypatch.setattr(concurrent.futures, "wait", ctrl_c)
+    sources = [build.ExtensionSource(f"v{i}", "", "", ()) for i in range(4)]
+    t0 = time.perf_counter()
+    try:
+        with pytest.raises(KeyboardInterrupt):
+            build.build_all(sources, jobs=1)
+        assert time.perf_counter() - t0 < 5
+        assert started == ["v0"]  # the three queued builds were cancelled
+    finally:
+        release.set()
+
+
+@pytest.mark.parametrize("argv", [["compare", "tests/data/h200_run1.json", "tests/data/h200_run2.json"],
+                                  ["plot", "tests/data/h200_run1.json", "--out", "{tmp}/p.png"]])
+def test_compare_and_plot_do_not_import_torch(argv, tmp_path):
+    """A CI job that only compares result files need not install torch (and starts in well under a second)."""
+    argv = [a.format(tmp=tmp_path) for a in argv]
+    code = ("import sys; from harness import cli; code = cli.main(%r); "
+            "assert 'torch' not in sys.modules, 'torch was imported'; sys.exit(code)" % argv)
+    proc = subprocess.run([sys.executable, "-c", code], cwd=REPO, capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+
+
+def _request(argv):
+    args = cli.bench_parser().parse_args(argv)
+    request = cli.check_request(args)
+    return request, cli.settings_record(cli.make_settings(args, request), request, arch="")
+
+
+def test_token_list_and_baselines_are_recorded():
+    request, record = _request(["--kernels", "tests/adversarial", "--variant", "correct_neighbour,returns_zeros",
+                                "--shape", "seed,minicpm3", "--tokens", "64,512", "--baselines", "torch-2gemm",
+                                "--cache", "hot"])
+    assert [(t.shape.name, t.shape.s) for t in request.tasks] == [("seed", 96), ("minicpm3", 64), ("minicpm3", 512)]
+    assert record["tokens"] == [64, 512]
+    # eager (the reference of every speedup) and the empty kernel (the launch floor) always run
+    assert record["baselines"] == ["empty-kernel", "eager", "torch-2gemm"]
+    assert record["variants"] == ["correct_neighbour", "returns_zeros"]
+    assert record["cache"] == "hot"
+    _, default = _request([])
+    assert default["baselines"] == ["empty-kernel", "eager", "eager-graph", "compile", "compile-max-autotune",
+                                    "torch-2gemm"]
+    assert default["cache"] == "cold-read"
+
+
+@pytest.mark.parametrize("argv, message", [
+    (["--baselines", "eager,nosuch"], "--baselines: unknown row 'nosuch'"),
+    (["--tokens", "64,0"], "--tokens '64,0': '0' is not a positive integer"),
+    (["--hot"], "unrecognized arguments: --hot"),
+    (["--cache", "cold"], "argument --cache: invalid choice: 'cold'"),
+])
+def test_new_flags_usage_errors(argv, message, capsys):
+    assert cli.main(argv) == cli.EXIT_USAGE
+    err = capsys.readouterr().err
+    assert message in err and err.count("\n") == 1
+
+
+def test_compare_command_fails_on_missing_rows_unless_allowed(tmp_path, capsys):
+    data = json.loads((DATA / "h200_run1.json").read_text())
+    data["rows"] = [r for r in data["rows"] if r["variant"] != "two_stage"]
+    fewer = tmp_path / "fewer.json"
+    fewer.write_text(json.dumps(data))
+    assert cli.main(["compare", str(DATA / "h200_run1.json"), str(fewer)]) == 1
+    assert "MISSING" in capsys.readouterr().out
+    assert cli.main(["compare", str(DATA / "h200_run1.json"), str(fewer), "--allow-missing"]) == 0
+    data["complete"] = False
+    fewer.write_text(json.dumps(data))
+    assert cli.main(["compare", str(DATA / "h200_run1.json"), str(fewer)]) == cli.EXIT_USAGE
+    assert "the current run is incomplete" in capsys.readouterr().err

@@ -55,6 +55,7 @@ def test_select(tmp_path):
     assert discover.discover(tmp_path) == sorted(paths)
     assert discover.select(paths, "all") == paths
     assert [p.stem for p in discover.select(paths, "c,a,eager")] == ["c", "a"]
+    assert [p.stem for p in discover.select(paths, "a,b,a")] == ["a", "b"]  # one build and one row each
     with pytest.raises(UsageError, match="unknown variant 'zz'; known: all, a, b, c"):
         discover.select(paths, "a,zz")
 

@@ -3,13 +3,13 @@ from pathlib import Path
 import pytest
 
 from harness import cli, plot
-from harness.resultfile import read_result_file
+from harness.resultfile import load_result
 
 DATA = Path(__file__).resolve().parent / "data"
 
 
 def test_speedup_groups_from_a_real_run():
-    groups = plot.speedup_groups(read_result_file(DATA / "h200_run1.json"))
+    groups = plot.speedup_groups(load_result(DATA / "h200_run1.json"))
     assert set(groups) == {("seed", "float32"), ("seed", "bfloat16"),
                            ("deepseek-v2-lite", "float32"), ("deepseek-v2-lite", "bfloat16")}
     variants = {name for rows in groups.values() for name, _, _ in rows}

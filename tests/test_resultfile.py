@@ -6,7 +6,7 @@ from pathlib import Path
 import pytest
 
 from harness.errors import ResultFileError
-from harness.resultfile import SCHEMA, read_result_file, write_result_file
+from harness.resultfile import READABLE_SCHEMAS, SCHEMA, load_result, read_result_file, write_result_file
 
 BASE_RESULT_FILE = Path(__file__).parent / "data" / "h200_run1.json"
 running_as_root = hasattr(os, "geteuid") and os.geteuid() == 0
@@ -34,7 +34,7 @@ def write_json(path, data) -> Path:
 
 def test_base_file_is_valid(result):
     assert read_result_file(BASE_RESULT_FILE) == result
-    assert result["schema"] == SCHEMA
+    assert result["schema"] in READABLE_SCHEMAS
 
 
 def test_write_round_trips_and_creates_folders(result, tmp_path):
@@ -117,7 +117,7 @@ def test_not_an_object(tmp_path):
 def test_old_schema(result, tmp_path):
     result["schema"] = 0
     message = rejected(write_json(tmp_path / "old.json", result))
-    assert f"schema 0, this harness reads schema {SCHEMA}" in message
+    assert f"schema 0, this harness reads schema 1 to {SCHEMA}" in message
 
 
 def test_newer_schema(result, tmp_path):
@@ -150,3 +150,45 @@ def test_row_missing_a_key(result, tmp_path, key):
 def test_row_not_an_object(result, tmp_path):
     result["rows"][1] = "fused_tiled"
     assert "row 1 is not an object" in rejected(write_json(tmp_path / "row.json", result))
+
+
+COMMITTED_SCHEMA_1 = [BASE_RESULT_FILE, BASE_RESULT_FILE.parent / "h200_run2.json",
+                      Path(__file__).resolve().parent.parent / "results" / "h200" / "baseline.json"]
+
+
+@pytest.mark.parametrize("path", COMMITTED_SCHEMA_1, ids=lambda p: p.name)
+def test_schema_1_files_read_with_defaults(path):
+    """The committed files stay readable: fields schema 2 added take their defaults."""
+    result = load_result(path)
+    assert result.schema == 1 and result.rows
+    assert result.settings["cache"] == "cold-read" and "flush" not in result.settings
+    assert result.settings["tokens"] == [4096]
+    for row in result.rows:
+        assert row.gpu_warm is None and row.unchecked == () and row.torch_best == {}
+        assert row.call is None or row.call.calls_per_sample == 1
+    eager = next(r for r in result.rows if r.variant == "eager" and r.ok)
+    assert eager.speedup("eager").gpu == 1.0 and eager.speedup("torch_best").gpu is None
+
+
+def test_schema_2_fields_round_trip(tmp_path):
+    """What report.result_dict writes, parse_result reads back: warm GPU time, calls per sample, the
+    skipped checks, the best torch row."""
+    from harness import report
+    from harness.records import Kind, Row, Status, Timing
+    from harness.shapes import SEED
+    from harness.stats import StoppingRule, summarize
+
+    def timing(us, k=1):
+        return Timing(summarize([[us] * 5], StoppingRule(noise_target=1.0)), "m", (us,) * 5, calls_per_sample=k)
+
+    rows = [Row("eager", Kind.BASELINE, SEED, "float32", Status.OK, gpu=timing(30.0), call=timing(90.0, 7),
+                gpu_warm=timing(25.0)),
+            Row("mine", Kind.KERNEL, SEED, "float32", Status.OK, gpu=timing(3.0), call=timing(9.0, 50),
+                gpu_warm=timing(2.5), unchecked=("graph-replay",))]
+    data = report.result_dict(rows, {"gpu": "x"}, {"cache": "cold-read", "tokens": [64, 512]}, None, complete=True)
+    write_result_file(tmp_path / "r.json", data)
+    result = load_result(tmp_path / "r.json")
+    assert result.schema == SCHEMA == 2 and result.settings["tokens"] == [64, 512]
+    mine = next(r for r in result.rows if r.variant == "mine")
+    assert mine.gpu_warm.median == 2.5 and mine.call.calls_per_sample == 50 and mine.unchecked == ("graph-replay",)
+    assert mine.torch_best == {"gpu": "eager", "call": "eager"} and mine.speedup("torch_best").call == 10.0

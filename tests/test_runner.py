@@ -3,11 +3,11 @@ the row it happened in, and a new worker takes the rest."""
 import fake_workers
 
 from harness import runner
-from harness.problem import parse_shapes
-from harness.records import CRASHED, KERNEL, OK, TIMED_OUT, Target, Task
-from harness.worker import Settings
+from harness.records import Kind, Settings, Status, Target, Task
+from harness.shapes import parse_shapes
 
-TARGET = Target("fake", KERNEL, ("float32", "float16"))
+TARGET = Target("fake", Kind.KERNEL, ("float32", "float16"))
+OK, CRASHED, TIMED_OUT = Status.OK, Status.CRASHED, Status.TIMED_OUT
 SHAPES = parse_shapes("seed,deepseek-v2-lite")
 TASKS = [Task(s, d) for s in SHAPES for d in ("float32", "float16")]
 
@@ -44,3 +44,10 @@ def test_a_worker_that_never_starts_marks_each_row_crashed():
     rows = run(fake_workers.dies_at_start, tasks=TASKS[:2])
     assert [r.status for r in rows] == [CRASHED, CRASHED]
     assert "exit code 9" in rows[0].message
+
+
+def test_workers_share_the_torch_import():
+    """A worker forks from a server that imported torch once: no worker (nor a restart after a crash) pays
+    for importing it again."""
+    rows = run(fake_workers.reports_preloaded, tasks=TASKS[:1])
+    assert [r.message for r in rows] == ["torch preloaded: True"]

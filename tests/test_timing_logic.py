@@ -82,3 +82,106 @@ def test_l2_flush_runs(mode):
     flush = timing.L2Flush(mode, nbytes=4096, device="cpu")
     flush()
     assert flush.buffer.numel() == 1024
+
+
+# ---- the blocking kernel, on a simulated device ----
+
+class FakeDevice:
+    """One stream on a clock the host advances: an op starts once the host has queued it and the op before
+    it has finished; while a blocker is held, everything queued waits until the host releases it."""
+
+    def __init__(self):
+        self.host_us, self.free_at, self.held = 0.0, 0.0, None
+
+    def launch(self, duration_us, on_done=None):
+        op = (self.host_us, duration_us, on_done)
+        if self.held is None:
+            self._run(op)
+        else:
+            self.held.append(op)
+
+    def _run(self, op, not_before=0.0):
+        queued, duration, on_done = op
+        self.free_at = max(queued, self.free_at, not_before) + duration
+        if on_done:
+            on_done(self.free_at)
+
+    def hold(self):
+        self.held = []
+
+    def release(self):
+        ops, self.held = self.held or [], None
+        for op in ops:
+            self._run(op, not_before=self.host_us)
+
+
+def fake_event_type(device):
+    class FakeEvent:
+        def __init__(self, enable_timing=True):
+            self.at_us = None
+
+        def record(self):
+            device.launch(0.0, on_done=lambda t: setattr(self, "at_us", t))
+
+        def synchronize(self):
+            assert self.at_us is not None, "an event behind a blocker that was never released"
+
+        def elapsed_time(self, end):  # milliseconds, like torch.cuda.Event
+            return (end.at_us - self.at_us) / 1e3
+    return FakeEvent
+
+
+class FakeBlocker:
+    def __init__(self, device):
+        self.device = device
+
+    def blocker_create(self):
+        return 1
+
+    def blocker_hold(self, handle, timeout_s):
+        self.device.hold()
+
+    def blocker_release(self, handle):
+        self.device.release()
+
+    def blocker_timed_out(self, handle):
+        return False
+
+
+class NoOpBlocker(FakeBlocker):
+    """blocker_hold and blocker_release stubbed out."""
+
+    def blocker_hold(self, handle, timeout_s):
+        pass
+
+    def blocker_release(self, handle):
+        pass
+
+
+HOST_US, KERNEL_US, FLUSH_US = 50.0, 2.0, 100.0
+
+
+def gpu_times(blocker_type, flush_us=None):
+    device = FakeDevice()
+
+    def host_heavy_call():  # 50 us of Python and dispatch, then a 2 us kernel
+        device.host_us += HOST_US
+        device.launch(KERNEL_US)
+
+    flush = (lambda: device.launch(flush_us)) if flush_us else None
+    kind = timing.GpuTime(blocker_type(device), flush=flush, event_type=fake_event_type(device))
+    return kind.sample_batch(host_heavy_call)
+
+
+def test_blocking_kernel_hides_host_time_when_the_l2_is_hot():
+    """Hot (no flush) and a host-heavy call: only a held-then-released blocker makes the events bracket the
+    kernel alone; stubbed out, every sample carries the host's 50 us."""
+    assert gpu_times(FakeBlocker) == pytest.approx([KERNEL_US] * 16)
+    assert min(gpu_times(NoOpBlocker)) >= HOST_US
+
+
+def test_a_flush_longer_than_the_host_hides_a_missing_blocker():
+    """Why a cold-mode test cannot tell a working blocker from a stub: the flush before each call keeps
+    the device busy while the host queues the call."""
+    assert gpu_times(FakeBlocker, FLUSH_US) == pytest.approx([KERNEL_US] * 16)
+    assert gpu_times(NoOpBlocker, FLUSH_US) == pytest.approx([KERNEL_US] * 16)

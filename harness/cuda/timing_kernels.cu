@@ -7,6 +7,10 @@
  * after a timeout (a timed call that synchronizes would otherwise deadlock) and says so in flags[1].
  *
  * empty_launch: one empty kernel, the launch floor every small-shape variant is judged against.
+ *
+ * reset_persisting_l2 / persisting_l2_state: no persisting-L2 access window on the current stream and a
+ * persisting-L2 limit of 0 before timing. Lines marked persisting survive the L2 flush, so a cold sample
+ * would read them at L2 speed (llm.c #851 measured such a window at 4x HBM bandwidth).
  */
 #include <torch/extension.h>
 #include <ATen/cuda/CUDAContext.h>
@@ -67,4 +71,44 @@ void blocker_release(int64_t handle) {
 
 bool blocker_timed_out(int64_t handle) {
   return reinterpret_cast<volatile int*>(handle)[1] != 0;
+}
+
+// Returns whether the device accepted the limit (it may be unsupported, e.g. under MIG).
+bool reset_persisting_l2() {
+  cudaStreamAttrValue window = {};
+  window.accessPolicyWindow.num_bytes = 0;  // no window
+  window.accessPolicyWindow.hitProp = cudaAccessPropertyNormal;
+  window.accessPolicyWindow.missProp = cudaAccessPropertyNormal;
+  C10_CUDA_CHECK(cudaStreamSetAttribute(at::cuda::getCurrentCUDAStream(), cudaStreamAttributeAccessPolicyWindow,
+                                        &window));
+  bool limited = cudaDeviceSetLimit(cudaLimitPersistingL2CacheSize, 0) == cudaSuccess;
+  bool reset = cudaCtxResetPersistingL2Cache() == cudaSuccess;  // lines already persisting become normal
+  cudaGetLastError();  // an unsupported limit is not an error of the next call
+  return limited && reset;
+}
+
+// {persisting-L2 limit in bytes, access-policy window bytes on the current stream}
+std::vector<int64_t> persisting_l2_state() {
+  size_t limit = 0;
+  if (cudaDeviceGetLimit(&limit, cudaLimitPersistingL2CacheSize) != cudaSuccess) {
+    cudaGetLastError();
+    limit = 0;
+  }
+  cudaStreamAttrValue window = {};
+  C10_CUDA_CHECK(cudaStreamGetAttribute(at::cuda::getCurrentCUDAStream(), cudaStreamAttributeAccessPolicyWindow,
+                                        &window));
+  return {static_cast<int64_t>(limit), static_cast<int64_t>(window.accessPolicyWindow.num_bytes)};
+}
+
+// For the GPU test: what a variant might do to read its inputs from L2 on every call.
+void set_persisting_l2(int64_t limit_bytes, int64_t ptr, int64_t window_bytes) {
+  C10_CUDA_CHECK(cudaDeviceSetLimit(cudaLimitPersistingL2CacheSize, static_cast<size_t>(limit_bytes)));
+  cudaStreamAttrValue window = {};
+  window.accessPolicyWindow.base_ptr = reinterpret_cast<void*>(ptr);
+  window.accessPolicyWindow.num_bytes = static_cast<size_t>(window_bytes);
+  window.accessPolicyWindow.hitRatio = 1.0f;
+  window.accessPolicyWindow.hitProp = cudaAccessPropertyPersisting;
+  window.accessPolicyWindow.missProp = cudaAccessPropertyStreaming;
+  C10_CUDA_CHECK(cudaStreamSetAttribute(at::cuda::getCurrentCUDAStream(), cudaStreamAttributeAccessPolicyWindow,
+                                        &window));
 }

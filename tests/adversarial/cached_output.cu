@@ -1,4 +1,4 @@
-// summary: adversarial: computes the first call correctly, then returns that same cached tensor on every later call (expect stale-output)
+// summary: adversarial: computes the first call correctly, then returns that same cached tensor on every later call (expect stale-output, not other-stream: it launches nothing)
 
 #include <torch/extension.h>
 #include <ATen/cuda/CUDAContext.h>

@@ -1,0 +1,38 @@
+// summary: adversarial: caches its output by the address of hidden, honest for the first two calls on an address and under graph capture, the cached tensor after (expect stale-output)
+
+#include <map>
+#include <utility>
+
+#include <torch/extension.h>
+#include <ATen/cuda/CUDAContext.h>
+#include <c10/cuda/CUDAException.h>
+
+#include "rowwise_kernel.cuh"
+
+static torch::Tensor compute(torch::Tensor hidden, torch::Tensor w_down, torch::Tensor w_up_k,
+                             torch::Tensor w_up_v, int64_t kv_heads) {
+  const int64_t b = hidden.size(0), s = hidden.size(1), d = hidden.size(2);
+  const int64_t rank = w_down.size(1), n = w_up_k.size(1);
+  auto out = torch::empty({b, s, 2, kv_heads, n / kv_heads}, hidden.options());
+  rowwise<<<b * s, 128, rank * sizeof(float), at::cuda::getCurrentCUDAStream()>>>(
+      hidden.data_ptr<float>(), w_down.data_ptr<float>(), w_up_k.data_ptr<float>(), w_up_v.data_ptr<float>(),
+      out.data_ptr<float>(), d, rank, n);
+  C10_CUDA_KERNEL_LAUNCH_CHECK();
+  return out;
+}
+
+torch::Tensor forward(torch::Tensor hidden, torch::Tensor w_down, torch::Tensor w_up_k, torch::Tensor w_up_v,
+                      int64_t kv_heads) {
+  TORCH_CHECK(hidden.is_cuda() && hidden.is_contiguous() && hidden.scalar_type() == torch::kFloat32,
+              "hidden must be a contiguous float32 CUDA tensor");
+  cudaStreamCaptureStatus capturing;
+  C10_CUDA_CHECK(cudaStreamIsCapturing(at::cuda::getCurrentCUDAStream(), &capturing));
+  if (capturing != cudaStreamCaptureStatusNone) return compute(hidden, w_down, w_up_k, w_up_v, kv_heads);
+  // The bug under test: an output cache keyed by the input's address, which a harness that rotates a few
+  // fixed input sets would time as a 1 us call.
+  static std::map<const void*, std::pair<int, torch::Tensor>> cache;
+  auto& entry = cache[hidden.data_ptr()];
+  if (entry.first < 2) entry.second = compute(hidden, w_down, w_up_k, w_up_v, kv_heads);
+  entry.first += 1;
+  return entry.second;
+}
