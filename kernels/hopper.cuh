@@ -117,6 +117,11 @@ __device__ __forceinline__ void fence_proxy_async_global() {
 __device__ __forceinline__ void named_barrier(int id, int count) {
     asm volatile("bar.sync %0, %1;\n" ::"r"(id), "r"(count) : "memory");
 }
+// Arrive on barrier `id` without waiting: the barrier completes when `count` threads have arrived or synced on it
+// (a signal from one group of warps to another that waits with named_barrier(id, count)).
+__device__ __forceinline__ void named_barrier_arrive(int id, int count) {
+    asm volatile("bar.arrive %0, %1;\n" ::"r"(id), "r"(count) : "memory");
+}
 
 template <int REGS>
 __device__ __forceinline__ void setmaxnreg_inc() {

@@ -1,0 +1,281 @@
+// Ping-pong GEMM2 schedule of the sm_90a engine (bf16 / fp16): out (M x 2N, the stacked rows) = latent @
+// [w_up_k | w_up_v], persistent and warp-specialized like mla_tc_kernel, but the two consumer warpgroups work on
+// DIFFERENT output tiles and take turns on the tensor cores: while one runs its main loop, the other runs the
+// epilogue of its previous tile, so the tensor cores do not idle during epilogues. Used by two_stage_pp for
+// M > 128 (GEMM1 stays mla_tc_kernel's split-k schedule); mla_tc_kernel itself is unchanged.
+#pragma once
+
+#include "mla_tc.cuh"
+
+/*
+ * Tile 128 x 128 per consumer warpgroup (K = rank in k-steps of 64), two wgmma m64n128k16 per k16 (rows 0-63 and
+ *   64-127 of the tile, one B operand): 2 x 64 = 128 fp32 accumulators per thread, the same register budget as a
+ *   64 x 256 tile (232 registers after setmaxnreg), but per tile 128 KB of latent + 128 KB of w_up from L2 instead
+ *   of 64 KB + 256 KB (64 instead of 52 FLOP per byte) and a smaller ring stage (32 KB instead of 40 KB): 5 stages.
+ * Shared memory: 5 stages x (A: one TMA box 64 k x 128 rows, 16 KB, K-major + B: two boxes 64 n x 64 k, 16 KB,
+ *   N-major), 128-byte swizzle, = 160 KB; epilogue staging 2 x 32 KB (one per consumer, four 64 x 64 boxes);
+ *   barriers. 224 KB + 80 B (+ 1 KB alignment slack) <= the 227 KB opt-in.
+ * Threads: 384. Warpgroup 0 = producer (setmaxnreg 40, one thread issues every TMA); warpgroups 1, 2 = consumers
+ *   (setmaxnreg 232).
+ * Tiles: (row tile mt of 128, output column tile nt of 128) numbered M-major in groups of group_mt row tiles (as
+ *   mla_tc's GEMM2 units); CTA c takes tiles c, c + grid, c + 2 grid, ...: its local tiles j = 0, 1, 2, ...
+ *   Local tile j belongs to consumer j % 2. The producer loads local tiles in order j = 0, 1, ..., k-steps in
+ *   order, into one ring: ring position it = j * ksteps + k, stage it % 5, phase (it / 5) & 1. Every position is
+ *   consumed by exactly one warpgroup: full barriers count 1 arrival (the producer's expect_tx) plus the bytes,
+ *   empty barriers 1 arrival (the consuming warpgroup's thread 0, once its wgmmas on the stage have retired).
+ * Turns (named barriers ORDER + 0 / ORDER + 1, 256 threads: one warpgroup arrives, the other syncs): consumer w
+ *   starts the main loop of local tile j > 0 only after the other consumer has ISSUED the whole main loop of tile
+ *   j - 1 (it arrives right after its last commit, before waiting for its wgmmas: the next tile's MMAs queue
+ *   behind). It arrives only when tile j + 1 exists, and a warpgroup syncs only for j > 0, so every arrival has
+ *   exactly one matching sync and the turns strictly alternate.
+ *   This order is also what makes the phase parity of a full-barrier wait unambiguous: when consumer w waits for
+ *   position it of tile j, every position < j * ksteps has been waited for already (tile j - 1 by the other
+ *   consumer, earlier tiles before it), and positions of tile j before it by w itself, so the stage's previous
+ *   phase (position it - 5) is complete; and the producer cannot complete the next one (position it + 5) before
+ *   w releases position it. Without the order a consumer could test a stage two phases early and pass on parity.
+ * Epilogue (per consumer, under the other's main loop): fragments -> bf16/fp16 -> the consumer's staging (box
+ *   (h, c) = rows 64h.., columns 64c.. of the tile, 128-byte swizzle, conflict-free 4-byte stores) ->
+ *   fence.proxy.async -> TMA stores into out viewed as (M, 2N) (boxes wholly below row M are skipped; TMA clips
+ *   the rest). The staging is rewritten only after that consumer's previous stores have read it.
+ * PDL: launched as the programmatic dependent of the GEMM1 launch; before griddepcontrol.wait the producer
+ *   already loads the w_up (B) boxes of the first min(5, ksteps) stages (each stage's barrier announces A + B
+ *   bytes; the latent box follows after the wait).
+ */
+
+namespace mla_pp {
+
+constexpr int TM = 128, TN = 128, BK = 64;  // tile rows, tile columns, k-step
+constexpr int THREADS = 384;
+constexpr int STAGES = 5;
+constexpr int A_BYTES = TM * BK * 2;                          // 16 KB: one box 64 k x 128 rows
+constexpr int B_BOX_BYTES = 64 * BK * 2;                      // 8 KB: 64 columns x 64 k
+constexpr int B_BYTES = (TN / 64) * B_BOX_BYTES;              // 16 KB
+constexpr int C_BOX_BYTES = 64 * 64 * 2;                      // 8 KB: one 64 x 64 output box
+constexpr int C_WG_BYTES = (TM / 64) * (TN / 64) * C_BOX_BYTES;  // 32 KB: one consumer's staging
+constexpr int SMEM_A = 0;
+constexpr int SMEM_B = SMEM_A + STAGES * A_BYTES;
+constexpr int SMEM_C = SMEM_B + STAGES * B_BYTES;
+constexpr int SMEM_BAR = SMEM_C + 2 * C_WG_BYTES;
+constexpr int SMEM_BYTES = SMEM_BAR + 2 * STAGES * 8;
+constexpr int SMEM_ALLOC = SMEM_BYTES + 1024;  // the dynamic base is aligned up to 1024 (swizzle atoms)
+static_assert(SMEM_ALLOC <= 227 * 1024, "ping-pong tile exceeds the sm_90 opt-in shared memory");
+static_assert(SMEM_C % 1024 == 0 && C_BOX_BYTES % 1024 == 0 && A_BYTES % 1024 == 0 && B_BYTES % 1024 == 0,
+              "TMA boxes with 128-byte swizzle need 1024-byte aligned bases");
+static_assert(TN == 2 * 64 && mla::BN % TN == 0, "two B boxes per stage; N % 256 == 0 implies N % 128 == 0");
+constexpr int BAR_WG = 2;     // named barriers 2, 3: one consumer warpgroup's 128 threads
+constexpr int BAR_ORDER = 4;  // named barriers 4, 5: consumer w may start its next main loop
+
+struct Params {
+    int M, R, N;
+    int n_mt;      // row tiles: ceil(M / 128)
+    int n_nt;      // output column tiles: 2N / 128
+    int nt_v;      // first column tile read from w_up_v: N / 128
+    int ksteps;    // ceil(R / 64)
+    int tiles;     // n_mt * n_nt
+    int group_mt;  // rasterization group (row tiles), row tile fastest inside a group
+};
+
+// Tile v -> (row tile, column tile): groups of group_mt row tiles, row tile fastest inside a group (the CTAs working
+// at one time share a few w_up column tiles in L2). Same order as mla::decode_unit's GEMM2 units.
+__host__ __device__ inline void tile_coords(int v, const Params& p, int& mt, int& nt) {
+    const int per_group = p.group_mt * p.n_nt;
+    const int g = v / per_group, in = v - g * per_group;
+    const int left = p.n_mt - g * p.group_mt;
+    const int rows = p.group_mt < left ? p.group_mt : left;
+    mt = g * p.group_mt + in % rows;
+    nt = in / rows;
+}
+
+template <typename T>
+__global__ void __launch_bounds__(THREADS, 1)
+gemm2_pingpong_kernel(const __grid_constant__ CUtensorMap tm_latent, const __grid_constant__ CUtensorMap tm_wk,
+                      const __grid_constant__ CUtensorMap tm_wv, const __grid_constant__ CUtensorMap tm_out,
+                      const Params p) {
+#if KV_SM90A
+    extern __shared__ __align__(1024) unsigned char smem_raw[];
+    unsigned char* smem = reinterpret_cast<unsigned char*>((reinterpret_cast<uintptr_t>(smem_raw) + 1023) & ~uintptr_t(1023));
+    uint64_t* full = reinterpret_cast<uint64_t*>(smem + SMEM_BAR);
+    uint64_t* empty = full + STAGES;
+
+    const int tid = threadIdx.x;
+    const int wg = tid / 128;
+    const int cta = int(blockIdx.x), grid = int(gridDim.x);
+    const int n_local = cta < p.tiles ? (p.tiles - cta + grid - 1) / grid : 0;  // tiles cta, cta + grid, ...
+    const int ks = p.ksteps;
+
+    if (tid == 0) {
+        for (int s = 0; s < STAGES; ++s) {
+            hop::mbar_init(&full[s], 1);
+            hop::mbar_init(&empty[s], 1);
+        }
+        hop::fence_barrier_init();
+    }
+    __syncthreads();
+
+    if (wg == 0) {
+        // ------------------------------------------------------------ producer
+        hop::setmaxnreg_dec<40>();
+        if (tid == 0 && n_local > 0) {
+            hop::prefetch_tmap(&tm_latent);
+            hop::prefetch_tmap(&tm_wk);
+            hop::prefetch_tmap(&tm_wv);
+            // The latent is not ready yet, w_up is: the first tile's first stages get their B boxes now.
+            const int pre = min(STAGES, ks);
+            {
+                int mt, nt;
+                tile_coords(cta, p, mt, nt);
+                const CUtensorMap* tb = nt < p.nt_v ? &tm_wk : &tm_wv;
+                const int bx = (nt < p.nt_v ? nt : nt - p.nt_v) * TN;
+                for (int k = 0; k < pre; ++k) {  // positions 0 .. pre-1 = stages 0 .. pre-1, first use
+                    hop::mbar_wait(&empty[k], 1);
+                    hop::mbar_arrive_expect_tx(&full[k], A_BYTES + B_BYTES);
+                    unsigned char* bs = smem + SMEM_B + k * B_BYTES;
+#pragma unroll
+                    for (int b = 0; b < TN / 64; ++b)
+                        hop::tma_load_2d(bs + b * B_BOX_BYTES, tb, bx + 64 * b, k * BK, &full[k]);
+                }
+            }
+            mla::pdl_wait();  // the latent is written by the previous grid (GEMM1)
+            int it = 0;       // ring position
+            for (int j = 0; j < n_local; ++j) {
+                int mt, nt;
+                tile_coords(cta + j * grid, p, mt, nt);
+                const CUtensorMap* tb = nt < p.nt_v ? &tm_wk : &tm_wv;
+                const int bx = (nt < p.nt_v ? nt : nt - p.nt_v) * TN;
+                for (int k = 0; k < ks; ++k, ++it) {
+                    const int s = it % STAGES;
+                    if (j > 0 || k >= pre) {
+                        hop::mbar_wait(&empty[s], ((it / STAGES) & 1) ^ 1);
+                        hop::mbar_arrive_expect_tx(&full[s], A_BYTES + B_BYTES);
+                        unsigned char* bs = smem + SMEM_B + s * B_BYTES;
+#pragma unroll
+                        for (int b = 0; b < TN / 64; ++b)
+                            hop::tma_load_2d(bs + b * B_BOX_BYTES, tb, bx + 64 * b, k * BK, &full[s]);
+                    }
+                    hop::tma_load_2d(smem + SMEM_A + s * A_BYTES, &tm_latent, k * BK, mt * TM, &full[s]);
+                }
+            }
+        }
+    } else {
+        // ------------------------------------------------------------ consumers
+        hop::setmaxnreg_inc<232>();
+        const int cw = wg - 1;    // consumer warpgroup: local tiles cw, cw + 2, ...
+        const int t = tid & 127;  // thread in the warpgroup
+        const int warp = t >> 5, lane = t & 31;
+        const int r_in = 16 * warp + (lane >> 2);  // fragment rows r_in and r_in + 8 of each 64-row half
+        const int q = lane & 3;
+        unsigned char* cstage = smem + SMEM_C + cw * C_WG_BYTES;
+        float acc[2][64];  // [row half][fragment]: rows 64h .. 64h + 63 of the tile, all 128 columns
+        for (int j = cw; j < n_local; j += 2) {
+            int mt, nt;
+            tile_coords(cta + j * grid, p, mt, nt);
+            if (j > 0) hop::named_barrier(BAR_ORDER + cw, 256);  // the other consumer has issued tile j - 1
+            // ---- main loop
+            int prev = -1;
+            for (int k = 0; k < ks; ++k) {
+                const int it = j * ks + k;
+                const int s = it % STAGES;
+                hop::mbar_wait(&full[s], (it / STAGES) & 1);
+                const unsigned char* as = smem + SMEM_A + s * A_BYTES;
+                const unsigned char* bs = smem + SMEM_B + s * B_BYTES;
+                const uint64_t da0 = hop::make_desc_sw128(as, 16, 1024);             // rows 0 .. 63
+                const uint64_t da1 = hop::make_desc_sw128(as + 64 * 128, 16, 1024);  // rows 64 .. 127
+                const uint64_t db = hop::make_desc_sw128(bs, B_BOX_BYTES, 1024);
+                hop::fence_acc(acc[0]);
+                hop::fence_acc(acc[1]);
+                hop::wgmma_fence();
+#pragma unroll
+                for (int kk = 0; kk < BK / 16; ++kk) {  // +32 bytes along k in A, +16 rows (2048 bytes) in B
+                    const int acc_on = (k > 0 || kk > 0) ? 1 : 0;
+                    hop::wgmma_ss<TN, T>(acc[0], da0 + uint64_t((kk * 32) >> 4), db + uint64_t((kk * 2048) >> 4), acc_on);
+                    hop::wgmma_ss<TN, T>(acc[1], da1 + uint64_t((kk * 32) >> 4), db + uint64_t((kk * 2048) >> 4), acc_on);
+                }
+                hop::wgmma_commit();
+                if (k == ks - 1 && j + 1 < n_local) hop::named_barrier_arrive(BAR_ORDER + (1 - cw), 256);
+                hop::fence_acc(acc[0]);
+                hop::fence_acc(acc[1]);
+                hop::wgmma_wait<1>();
+                hop::fence_acc(acc[0]);
+                hop::fence_acc(acc[1]);
+                if (prev >= 0 && t == 0) hop::mbar_arrive(&empty[prev]);
+                prev = s;
+            }
+            hop::wgmma_wait<0>();
+            hop::fence_acc(acc[0]);
+            hop::fence_acc(acc[1]);
+            if (t == 0) hop::mbar_arrive(&empty[prev]);  // ks >= 1: prev is the tile's last stage
+
+            // ---- epilogue: staging (4 boxes of 64 rows x 64 columns, 128-byte swizzle) -> TMA store
+            if (t == 0) hop::tma_store_wait_read<0>();  // this consumer's previous stores have read its staging
+            hop::named_barrier(BAR_WG + cw, 128);
+#pragma unroll
+            for (int h = 0; h < 2; ++h) {
+#pragma unroll
+                for (int f = 0; f < TN / 8; ++f) {  // fragment column group: columns 8f + 2q, + 1
+                    const int box = 2 * h + (f >> 3), chunk = f & 7;
+                    // (r_in + 8) & 7 == r_in & 7: one swizzle for both rows
+                    unsigned char* base = cstage + box * C_BOX_BYTES + ((chunk ^ (r_in & 7)) << 4) + 4 * q;
+                    *reinterpret_cast<uint32_t*>(base + r_in * 128) = kv::pack2<T>(acc[h][4 * f], acc[h][4 * f + 1]);
+                    *reinterpret_cast<uint32_t*>(base + (r_in + 8) * 128) =
+                        kv::pack2<T>(acc[h][4 * f + 2], acc[h][4 * f + 3]);
+                }
+            }
+            hop::fence_proxy_async_smem();
+            hop::named_barrier(BAR_WG + cw, 128);
+            if (t == 0) {
+#pragma unroll
+                for (int b = 0; b < 4; ++b) {
+                    const int y = mt * TM + 64 * (b >> 1);
+                    if (y < p.M) hop::tma_store_2d(&tm_out, cstage + b * C_BOX_BYTES, nt * TN + 64 * (b & 1), y);
+                }
+                hop::tma_store_commit();
+            }
+        }
+        if (t == 0) hop::tma_store_wait<0>();  // the last stores complete before the CTA exits
+    }
+#endif
+}
+
+// ---------------------------------------------------------------- host
+
+inline Params make_params(int M, int R, int N) {
+    Params p{};
+    p.M = M; p.R = R; p.N = N;
+    p.n_mt = kv::cdiv(M, TM);
+    p.n_nt = 2 * N / TN;
+    p.nt_v = N / TN;
+    p.ksteps = kv::cdiv(R, BK);
+    p.tiles = p.n_mt * p.n_nt;
+    p.group_mt = p.n_mt;
+    return p;
+}
+
+// static: the "attribute set" flag belongs to this extension's kernel (see mla::set_smem_attr).
+template <typename T>
+static inline void set_smem_attr(int dev) {
+    static bool done[64] = {};
+    if (dev < 0 || dev >= 64 || !done[dev]) {
+        C10_CUDA_CHECK(cudaFuncSetAttribute(gemm2_pingpong_kernel<T>, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                            SMEM_ALLOC));
+        if (dev >= 0 && dev < 64) done[dev] = true;
+    }
+}
+
+// Launch on `grid` CTAs as a programmatic dependent of the previous kernel (the GEMM1 launch). The maps are
+// mla::make_maps<T, 128>'s: latent boxes 64 k x 128 rows, w_up boxes 64 x 64, out boxes 64 x 64.
+template <typename T>
+inline void launch(const mla::Maps& m, const Params& p, int grid, cudaStream_t stream) {
+    cudaLaunchConfig_t cfg = {};
+    cfg.gridDim = dim3(unsigned(grid));
+    cfg.blockDim = dim3(THREADS);
+    cfg.dynamicSmemBytes = SMEM_ALLOC;
+    cfg.stream = stream;
+    cudaLaunchAttribute attr[1];
+    attr[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
+    attr[0].val.programmaticStreamSerializationAllowed = 1;
+    cfg.attrs = attr;
+    cfg.numAttrs = 1;
+    C10_CUDA_CHECK(cudaLaunchKernelEx(&cfg, gemm2_pingpong_kernel<T>, m.latent, m.wk, m.wv, m.out, p));
+}
+
+}  // namespace mla_pp

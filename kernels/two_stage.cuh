@@ -1,0 +1,339 @@
+// The two-stage design shared by two_stage.cu and two_stage_pp.cu: the sm_90a tensor-core path (mla_tc.cuh's
+// engine: GEMM1 split-k launch, then GEMM2 as its programmatic dependent, with mla_tc's cooperative GEMM2 units or,
+// for two_stage_pp at M > 128, mla_pingpong.cuh's ping-pong kernel) and the cuBLAS + SIMT path for float32 and the
+// shapes the tensor-core path declines. The tiling is described in two_stage.cu's design block.
+#pragma once
+
+#include "kv_common.cuh"
+#include "mla_pingpong.cuh"
+#include "mla_tc.cuh"
+
+#include <type_traits>
+
+namespace {
+
+using namespace kv;
+
+template <typename T, int BM, int BN, int BK, int TM, int TN, int NT, int STAGES>
+struct UpCfg {
+    static constexpr int V = 16 / int(sizeof(T));  // dtype elements per 16-byte vector
+    static constexpr int APITCH = BK + 4;           // fp32 A chunk row pitch
+    static constexpr int A_FLOATS = BM * APITCH;
+    static constexpr int B_ELEMS = BK * BN;
+    static constexpr size_t STAGE_BYTES = size_t(A_FLOATS) * 4 + size_t(B_ELEMS) * sizeof(T);
+    static constexpr size_t SMEM = STAGE_BYTES * STAGES;
+    static constexpr int TXN = BN / TN, TYN = BM / TM, NH = TN / 4, HSTRIDE = BN / NH;
+    static_assert(TXN * TYN == NT, "thread count must equal (BM/TM) * (BN/TN)");
+    static_assert(BM % TM == 0 && BN % TN == 0 && TN % 4 == 0 && BK % 4 == 0, "tile shape");
+    static_assert(BN % V == 0 && (A_FLOATS * 4) % 16 == 0 && (B_ELEMS * sizeof(T)) % 16 == 0, "alignment");
+    static_assert(STAGES >= 2, "at least double buffering");
+};
+
+template <typename T, int BM, int BN, int BK, int TM, int TN, int NT, int STAGES, int KA, int MINB>
+__global__ void __launch_bounds__(NT, MINB)
+up_stack_kernel(const float* __restrict__ lat, const T* __restrict__ w_up_k, const T* __restrict__ w_up_v,
+                T* __restrict__ out, int M, int R, int N, int vec_a, int vec_b, int vec_out) {
+    using C = UpCfg<T, BM, BN, BK, TM, TN, NT, STAGES>;
+    static_assert(KA == 2 || KA == 4, "A fragment width");
+    constexpr int V = C::V, APITCH = C::APITCH, A_FLOATS = C::A_FLOATS, B_ELEMS = C::B_ELEMS;
+    constexpr int TXN = C::TXN, NH = C::NH, HSTRIDE = C::HSTRIDE;
+
+    extern __shared__ __align__(16) unsigned char smem_raw[];
+
+    const int tid = threadIdx.x;
+    const int ty = tid / TXN, tx = tid - (tid / TXN) * TXN;
+    const int64_t m0 = int64_t(blockIdx.x) * BM;
+    const int n0 = int(blockIdx.y) * BN;
+    const int64_t M64 = M;
+    const int N2 = 2 * N;
+    const int nK = cdiv(R, BK);
+
+    auto stage_a = [&](int s) { return reinterpret_cast<float*>(smem_raw + size_t(s) * C::STAGE_BYTES); };
+    auto stage_b = [&](int s) {
+        return reinterpret_cast<T*>(smem_raw + size_t(s) * C::STAGE_BYTES + size_t(A_FLOATS) * 4);
+    };
+
+    auto load_chunk = [&](int kc, int s) {
+        float* As = stage_a(s);
+        T* Bs = stage_b(s);
+        const int k0 = kc * BK;
+        // A: lat[m0 : m0+BM, k0 : k0+BK] (fp32)
+        if (vec_a) {
+            constexpr int VPR = BK / 4;
+#pragma unroll
+            for (int v = tid; v < BM * VPR; v += NT) {
+                const int r = v / VPR, kv = (v - r * VPR) * 4;
+                const int64_t row = m0 + r;
+                const int col = k0 + kv;
+                const bool p = row < M64 && col < R;
+                const float* src = p ? lat + row * int64_t(R) + col : lat;
+                cp_async16(As + r * APITCH + kv, src, p);
+            }
+        } else {
+            for (int e = tid; e < BM * BK; e += NT) {
+                const int r = e / BK, kk = e - r * BK;
+                const int64_t row = m0 + r;
+                const int col = k0 + kk;
+                As[r * APITCH + kk] = (row < M64 && col < R) ? lat[row * int64_t(R) + col] : 0.f;
+            }
+        }
+        // B: [w_up_k | w_up_v][k0 : k0+BK, n0 : n0+BN]
+        if (vec_b) {  // N % V == 0: a vector never straddles the k|v boundary
+            constexpr int VPR = BN / V;
+#pragma unroll
+            for (int v = tid; v < BK * VPR; v += NT) {
+                const int r = v / VPR, nv = (v - r * VPR) * V;
+                const int kr = k0 + r, col = n0 + nv;
+                const bool p = kr < R && col < N2;
+                const T* src = w_up_k;
+                if (p) src = (col < N) ? w_up_k + int64_t(kr) * N + col : w_up_v + int64_t(kr) * N + (col - N);
+                cp_async16(Bs + r * BN + nv, src, p);
+            }
+        } else {
+            for (int e = tid; e < B_ELEMS; e += NT) {
+                const int r = e / BN, nn = e - r * BN;
+                const int kr = k0 + r, col = n0 + nn;
+                T val = from_f<T>(0.f);
+                if (kr < R && col < N2)
+                    val = (col < N) ? w_up_k[int64_t(kr) * N + col] : w_up_v[int64_t(kr) * N + (col - N)];
+                Bs[r * BN + nn] = val;
+            }
+        }
+    };
+
+    float acc[TM][TN];
+#pragma unroll
+    for (int i = 0; i < TM; ++i)
+#pragma unroll
+        for (int j = 0; j < TN; ++j) acc[i][j] = 0.f;
+
+#pragma unroll
+    for (int s = 0; s < STAGES - 1; ++s) {
+        if (s < nK) load_chunk(s, s);
+        cp_async_commit();
+    }
+
+    for (int kc = 0; kc < nK; ++kc) {
+        cp_async_wait<STAGES - 2>();
+        __syncthreads();
+        {
+            const int pc = kc + STAGES - 1;
+            if (pc < nK) load_chunk(pc, pc % STAGES);
+            cp_async_commit();
+        }
+        const int s = kc % STAGES;
+        const float* A = stage_a(s) + (ty * TM) * APITCH;
+        const T* B = stage_b(s) + tx * 4;
+#pragma unroll
+        for (int kk = 0; kk < BK; kk += KA) {
+            float a[TM][KA];  // KA consecutive k of each of the TM rows (float4 or float2 loads)
+#pragma unroll
+            for (int i = 0; i < TM; ++i) {
+                if constexpr (KA == 4) {
+                    const float4 t = ld4(A + i * APITCH + kk);
+                    a[i][0] = t.x; a[i][1] = t.y; a[i][2] = t.z; a[i][3] = t.w;
+                } else {
+                    const float2 t = *reinterpret_cast<const float2*>(A + i * APITCH + kk);
+                    a[i][0] = t.x; a[i][1] = t.y;
+                }
+            }
+#pragma unroll
+            for (int q = 0; q < KA; ++q) {
+                float b[TN];
+#pragma unroll
+                for (int h = 0; h < NH; ++h) {
+                    const float4 t = ld4(B + (kk + q) * BN + h * HSTRIDE);
+                    b[4 * h + 0] = t.x; b[4 * h + 1] = t.y; b[4 * h + 2] = t.z; b[4 * h + 3] = t.w;
+                }
+#pragma unroll
+                for (int i = 0; i < TM; ++i)
+#pragma unroll
+                    for (int j = 0; j < TN; ++j) acc[i][j] = fmaf(a[i][q], b[j], acc[i][j]);
+            }
+        }
+    }
+    cp_async_wait<0>();
+
+    // epilogue: rows m0 + ty*TM + i, columns n0 + tx*4 + h*HSTRIDE + {0..3}
+#pragma unroll
+    for (int i = 0; i < TM; ++i) {
+        const int64_t row = m0 + ty * TM + i;
+        if (row >= M64) continue;
+#pragma unroll
+        for (int h = 0; h < NH; ++h) {
+            const int c = n0 + tx * 4 + h * HSTRIDE;
+            if (c >= N2) continue;
+            T* o = out + row * int64_t(N2) + c;
+            const float4 v = make_float4(acc[i][4 * h], acc[i][4 * h + 1], acc[i][4 * h + 2], acc[i][4 * h + 3]);
+            if (vec_out) {  // N2 % 4 == 0, so c + 3 < N2
+                st4(o, v);
+            } else {
+                o[0] = from_f<T>(v.x);
+                if (c + 1 < N2) o[1] = from_f<T>(v.y);
+                if (c + 2 < N2) o[2] = from_f<T>(v.z);
+                if (c + 3 < N2) o[3] = from_f<T>(v.w);
+            }
+        }
+    }
+}
+
+template <typename T, int BM, int BN, int BK, int TM, int TN, int NT, int STAGES, int KA, int MINB>
+void launch_up(const float* lat, const T* wk, const T* wv, T* out, int M, int R, int N, bool vec_a, bool vec_b,
+               bool vec_out, int dev, int optin, cudaStream_t stream) {
+    using C = UpCfg<T, BM, BN, BK, TM, TN, NT, STAGES>;
+    auto kern = up_stack_kernel<T, BM, BN, BK, TM, TN, NT, STAGES, KA, MINB>;
+    TORCH_CHECK(C::SMEM <= size_t(optin),
+                "two_stage: stage-two tile needs more shared memory than cudaDevAttrMaxSharedMemoryPerBlockOptin");
+    static int configured[64] = {0};
+    if (dev < 0 || dev >= 64 || !configured[dev]) {
+        C10_CUDA_CHECK(cudaFuncSetAttribute(kern, cudaFuncAttributeMaxDynamicSharedMemorySize, int(C::SMEM)));
+        if (dev >= 0 && dev < 64) configured[dev] = 1;
+    }
+    const int col_tiles = cdiv(2 * N, BN);
+    TORCH_CHECK(col_tiles <= 65535, "two_stage: 2N exceeds the grid.y limit (65535 column tiles)");
+    dim3 grid(unsigned(cdiv(M, BM)), unsigned(col_tiles));
+    kern<<<grid, NT, C::SMEM, stream>>>(lat, wk, wv, out, M, R, N, vec_a, vec_b, vec_out);
+    C10_CUDA_KERNEL_LAUNCH_CHECK();
+}
+
+template <typename T>
+void run_two_stage(const torch::Tensor& hidden, const torch::Tensor& w_down, const torch::Tensor& w_up_k,
+                   const torch::Tensor& w_up_v, torch::Tensor& out, int M, int D, int R, int N) {
+    cudaStream_t stream = at::cuda::getCurrentCUDAStream();
+    auto latent = torch::empty({int64_t(M), int64_t(R)}, hidden.options().dtype(torch::kFloat32));
+
+    // ---- stage one: latent (M x R, fp32) = hidden (M x D) @ w_down (D x R); column-major: lat^T = w_down^T hidden^T
+    {
+        cublasHandle_t handle = at::cuda::getCurrentCUDABlasHandle();
+        TORCH_CHECK(cublasSetStream(handle, stream) == CUBLAS_STATUS_SUCCESS, "two_stage: cublasSetStream failed");
+        kv::MathModeGuard mg(handle, CUBLAS_DEFAULT_MATH);  // no TF32 for the float32 path
+        const float one = 1.f, zero = 0.f;
+        cublasStatus_t st;
+        if constexpr (std::is_same<T, float>::value) {
+            st = cublasSgemm(handle, CUBLAS_OP_N, CUBLAS_OP_N, R, M, D, &one, w_down.data_ptr<float>(), R,
+                             hidden.data_ptr<float>(), D, &zero, latent.data_ptr<float>(), R);
+        } else {
+            const cudaDataType_t ty = std::is_same<T, __half>::value ? CUDA_R_16F : CUDA_R_16BF;
+            st = cublasGemmEx(handle, CUBLAS_OP_N, CUBLAS_OP_N, R, M, D, &one, w_down.data_ptr(), ty, R,
+                              hidden.data_ptr(), ty, D, &zero, latent.data_ptr(), CUDA_R_32F, R, CUBLAS_COMPUTE_32F,
+                              CUBLAS_GEMM_DEFAULT);
+        }
+        TORCH_CHECK(st == CUBLAS_STATUS_SUCCESS, "two_stage: stage-one cuBLAS GEMM failed");
+    }
+
+    // ---- stage two
+    const int dev = hidden.get_device();
+    int optin = 0;
+    C10_CUDA_CHECK(cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, dev));
+    const int sms = at::cuda::getCurrentDeviceProperties()->multiProcessorCount;
+
+    const float* lat = latent.data_ptr<float>();
+    const T* wk = reinterpret_cast<const T*>(w_up_k.data_ptr());
+    const T* wv = reinterpret_cast<const T*>(w_up_v.data_ptr());
+    T* o = reinterpret_cast<T*>(out.data_ptr());
+    constexpr int V = 16 / int(sizeof(T));
+    auto al16 = [](const void* p) { return (reinterpret_cast<uintptr_t>(p) & 15u) == 0; };
+    const bool vec_a = (R % 4 == 0) && al16(lat);
+    const bool vec_b = (N % V == 0) && al16(wk) && al16(wv);
+    const bool vec_out = ((2 * N) % 4 == 0) && ((reinterpret_cast<uintptr_t>(o) & (4 * sizeof(T) - 1)) == 0);
+
+    const long big_blocks = long(cdiv(M, 128)) * long(cdiv(2 * N, 128));
+    if (big_blocks >= sms)
+        launch_up<T, 128, 128, 16, 8, 8, 256, 3, 4, 1>(lat, wk, wv, o, M, R, N, vec_a, vec_b, vec_out, dev, optin, stream);
+    else
+        launch_up<T, 32, 64, 16, 4, 4, 128, 3, 4, 1>(lat, wk, wv, o, M, R, N, vec_a, vec_b, vec_out, dev, optin, stream);
+}
+
+// Tensor-core path (sm_90a, bf16 / fp16): GEMM1 launch (latent in the dtype, split k), then GEMM2 launch as its
+// programmatic dependent. BM 64 tiles up to 128 rows (decode), 128 above. PINGPONG (two_stage_pp) and BM 128: GEMM2
+// is mla_pingpong.cuh's kernel instead of mla_tc_kernel's GEMM2 units; GEMM1 is the same launch either way.
+template <typename T, int BM, bool PINGPONG>
+void launch_two_stage_tc(const torch::Tensor& hidden, const torch::Tensor& w_down, const torch::Tensor& w_up_k,
+                         const torch::Tensor& w_up_v, torch::Tensor& out, int M, int D, int R, int N, int dev,
+                         int sms, cudaStream_t stream) {
+    using C = mla::Cfg<BM>;
+    mla::Params p = mla::make_params(BM, M, D, R, N, mla::pick_splits(BM, M, R, sms, 64));
+    const int tiles1 = p.n_mt * p.n_nt1;
+    auto latent = torch::empty({int64_t(M), int64_t(R)}, hidden.options());
+    torch::Tensor ws;
+    if (p.splits > 1) {
+        ws = torch::empty({int64_t(tiles1) * p.splits * C::PART_F4 * 4}, hidden.options().dtype(torch::kFloat32));
+        p.ws = reinterpret_cast<float4*>(ws.data_ptr());
+        p.split_cnt = mla::counters(dev, size_t(tiles1), stream);
+    }
+    p.latent = latent.data_ptr();
+    const mla::Maps maps = mla::make_maps<T, BM>(hidden.data_ptr(), w_down.data_ptr(), w_up_k.data_ptr(),
+                                                 w_up_v.data_ptr(), latent.data_ptr(), out.data_ptr(), M, D, R, N);
+    mla::set_smem_attr<T, BM>(dev);
+    mla::Params p1 = p;
+    p1.first = 0;
+    p1.last = p.units1;
+    mla::launch<T, BM>(maps, p1, std::min(p.units1, sms), false, stream);
+    if constexpr (PINGPONG && BM == 128) {
+        const mla_pp::Params q = mla_pp::make_params(M, R, N);
+        mla_pp::set_smem_attr<T>(dev);
+        mla_pp::launch<T>(maps, q, std::min(q.tiles, sms), stream);
+    } else {
+        mla::Params p2 = p;
+        p2.first = p.units1;
+        p2.last = p.units1 + p.units2;
+        p2.pdl_wait = 1;
+        mla::launch<T, BM>(maps, p2, std::min(p.units2, sms), true, stream);
+    }
+}
+
+// False when the shape, alignment, device or build does not allow the tensor-core path (then: the SIMT path).
+template <typename T, bool PINGPONG>
+bool run_two_stage_tc(const torch::Tensor& hidden, const torch::Tensor& w_down, const torch::Tensor& w_up_k,
+                      const torch::Tensor& w_up_v, torch::Tensor& out, int M, int D, int R, int N) {
+    const int dev = hidden.get_device();
+    cudaStream_t stream = at::cuda::getCurrentCUDAStream();
+    if (!mla::shape_ok(D, R, N, hidden.data_ptr(), w_down.data_ptr(), w_up_k.data_ptr(), w_up_v.data_ptr(),
+                       out.data_ptr()))
+        return false;
+    if (!hop::sm90a_kernels_built(dev, stream)) return false;
+    const kv::DevInfo info = kv::dev_info(dev);
+    if (info.optin < mla::Cfg<128>::SMEM_ALLOC || info.optin < mla::Cfg<64>::SMEM_ALLOC) return false;
+    if (PINGPONG && info.optin < mla_pp::SMEM_ALLOC) return false;
+    // The counter buffer is allocated outside a capture only; the first call of a process is never captured here.
+    if (mla::counters_if_ready(dev, 1) == nullptr) {
+        cudaStreamCaptureStatus cap = cudaStreamCaptureStatusNone;
+        C10_CUDA_CHECK(cudaStreamIsCapturing(stream, &cap));
+        if (cap != cudaStreamCaptureStatusNone) return false;
+        mla::counters(dev, 1, stream);
+    }
+    if (M <= 128)
+        launch_two_stage_tc<T, 64, PINGPONG>(hidden, w_down, w_up_k, w_up_v, out, M, D, R, N, dev, info.sms, stream);
+    else
+        launch_two_stage_tc<T, 128, PINGPONG>(hidden, w_down, w_up_k, w_up_v, out, M, D, R, N, dev, info.sms, stream);
+    return true;
+}
+
+// The whole of a two-stage forward; PINGPONG selects the GEMM2 schedule of the tensor-core path at M > 128.
+template <bool PINGPONG>
+torch::Tensor two_stage_forward(torch::Tensor hidden, torch::Tensor w_down, torch::Tensor w_up_k,
+                                torch::Tensor w_up_v, int64_t kv_heads) {
+    const kv::Problem p = kv::check_inputs(hidden, w_down, w_up_k, w_up_v, kv_heads);
+    const auto dt = hidden.scalar_type();
+    const int M = int(p.M), D = int(p.D), R = int(p.R), N = int(p.N);
+
+    c10::cuda::CUDAGuard guard(hidden.device());
+    auto out = kv::make_output(hidden, p);
+    if (M == 0 || N == 0) return out;
+    if (D == 0 || R == 0) return out.zero_();
+
+    switch (dt) {
+        case at::kFloat: run_two_stage<float>(hidden, w_down, w_up_k, w_up_v, out, M, D, R, N); break;
+        case at::kBFloat16:
+            if (!run_two_stage_tc<__nv_bfloat16, PINGPONG>(hidden, w_down, w_up_k, w_up_v, out, M, D, R, N))
+                run_two_stage<__nv_bfloat16>(hidden, w_down, w_up_k, w_up_v, out, M, D, R, N);
+            break;
+        default:
+            if (!run_two_stage_tc<__half, PINGPONG>(hidden, w_down, w_up_k, w_up_v, out, M, D, R, N))
+                run_two_stage<__half>(hidden, w_down, w_up_k, w_up_v, out, M, D, R, N);
+            break;
+    }
+    return out;
+}
+
+}  // namespace
