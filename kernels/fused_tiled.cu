@@ -1,7 +1,23 @@
-// summary: One kernel over row tiles: each block computes its rows' full latent into shared memory (fp32), then both up-projections, writing each stacked output row whole; small M: every operand copied into shared memory at entry (DIRECT), otherwise operands stream through a multi-stage cp.async ring.
+// summary: The latent never leaves the chip or L2 between the two products. bf16/fp16 on sm_90a: ONE launch of a persistent TMA + wgmma kernel whose GEMM1 units (split-k over all SMs, w_down read once) publish per-row-tile ready flags and whose GEMM2 units start as soon as their row tile's latent is done; at decode sizes (M <= 128) every CTA prefetches its w_up tiles into L2 while GEMM1 runs. float32 and other shapes: one SIMT kernel over row tiles that keeps each row tile's latent in shared memory (DIRECT small-M path first).
 // dtypes: float32,bfloat16,float16
 
 /*
+ * Dispatch: bf16 / fp16 with D % 8 == 0, rank % 8 == 0, N % 256 == 0, 16-byte aligned tensors, on a 9.0 device with
+ * this build's sm_90a kernels present -> tensor-core path; everything else -> the SIMT paths (second block below).
+ *
+ * Tensor-core path (kernels/mla_tc.cuh has the tile, the thread roles and the epilogues): one launch, grid =
+ *   min(#SMs, units), one CTA per SM (all resident: the waits below need it). Units in order: GEMM1 units
+ *   (row tile, 256 latent columns, k-split; tiles x splits <= #SMs), then GEMM2 units (row tile, 256 output
+ *   columns) in groups of 8 row tiles, row tile fastest. A GEMM1 tile's S splits write fp32 partials, wait for
+ *   each other, reduce one slice each into the latent (M x rank, the dtype, through L2), and the last bumps the
+ *   row tile's ready flag; a GEMM2 unit's producer waits for its row tile's flag, then TMA-loads the latent.
+ *   Flags and split counters reset themselves (the row tile's last reader / the tile's last split), so a CUDA-graph
+ *   replay starts from zero; no host-side state is read per call.
+ *   Decode (M <= 128): tiles 64 x 256; GEMM1 splits up to 64 (DeepSeek-V3, M = 64: 2 tiles x 56 splits of 128 k,
+ *   112 CTAs read w_down once between them), and before waiting for the latent each CTA prefetches (TMA to L2)
+ *   every w_up box of its GEMM2 tiles, so w_up streams from DRAM during GEMM1 and is read from DRAM once.
+ *   Larger M: tiles 128 x 256, no prefetch (w_up is reused from L2 across row tiles).
+ *
  * Tiling (grid = ceil(M / BM) blocks over row tiles only; every block loops over all output columns):
  *
  *   The block works through one flat sequence of "chunks"; a chunk is one K-slice of width BK of one
@@ -50,71 +66,12 @@
  *     per quarter-warp.
  */
 
-#include <torch/extension.h>
-#include <ATen/cuda/CUDAContext.h>
-#include <c10/cuda/CUDAException.h>
-#include <c10/cuda/CUDAGuard.h>
-#include <cuda_runtime.h>
-#include <cuda_bf16.h>
-#include <cuda_fp16.h>
-#include <cstdint>
-#include <climits>
+#include "kv_common.cuh"
+#include "mla_tc.cuh"
 
 namespace {
 
-// ---------------------------------------------------------------- element helpers
-__device__ __forceinline__ float to_f(float x) { return x; }
-__device__ __forceinline__ float to_f(__nv_bfloat16 x) { return __bfloat162float(x); }
-__device__ __forceinline__ float to_f(__half x) { return __half2float(x); }
-
-template <typename T> __device__ __forceinline__ T from_f(float x);
-template <> __device__ __forceinline__ float from_f<float>(float x) { return x; }
-template <> __device__ __forceinline__ __nv_bfloat16 from_f<__nv_bfloat16>(float x) { return __float2bfloat16_rn(x); }
-template <> __device__ __forceinline__ __half from_f<__half>(float x) { return __float2half_rn(x); }
-
-// 4 consecutive elements -> float4 (p must be 16-byte aligned for float, 8-byte for 2-byte types)
-__device__ __forceinline__ float4 ld4(const float* p) { return *reinterpret_cast<const float4*>(p); }
-__device__ __forceinline__ float4 ld4(const __nv_bfloat16* p) {
-    const uint2 u = *reinterpret_cast<const uint2*>(p);
-    return make_float4(__uint_as_float(u.x << 16), __uint_as_float(u.x & 0xffff0000u),
-                       __uint_as_float(u.y << 16), __uint_as_float(u.y & 0xffff0000u));
-}
-__device__ __forceinline__ float4 ld4(const __half* p) {
-    const uint2 u = *reinterpret_cast<const uint2*>(p);
-    __half2 h0, h1;
-    *reinterpret_cast<uint32_t*>(&h0) = u.x;
-    *reinterpret_cast<uint32_t*>(&h1) = u.y;
-    const float2 a = __half22float2(h0), b = __half22float2(h1);
-    return make_float4(a.x, a.y, b.x, b.y);
-}
-
-__device__ __forceinline__ void st4(float* p, float4 v) { *reinterpret_cast<float4*>(p) = v; }
-__device__ __forceinline__ void st4(__nv_bfloat16* p, float4 v) {
-    __nv_bfloat162 lo = __floats2bfloat162_rn(v.x, v.y), hi = __floats2bfloat162_rn(v.z, v.w);
-    uint2 u;
-    u.x = *reinterpret_cast<uint32_t*>(&lo);
-    u.y = *reinterpret_cast<uint32_t*>(&hi);
-    *reinterpret_cast<uint2*>(p) = u;
-}
-__device__ __forceinline__ void st4(__half* p, float4 v) {
-    __half2 lo = __floats2half2_rn(v.x, v.y), hi = __floats2half2_rn(v.z, v.w);
-    uint2 u;
-    u.x = *reinterpret_cast<uint32_t*>(&lo);
-    u.y = *reinterpret_cast<uint32_t*>(&hi);
-    *reinterpret_cast<uint2*>(p) = u;
-}
-
-// ---------------------------------------------------------------- cp.async helpers
-__device__ __forceinline__ void cp_async16(void* smem, const void* gmem, bool pred) {
-    const unsigned s = static_cast<unsigned>(__cvta_generic_to_shared(smem));
-    const int n = pred ? 16 : 0;  // src-size 0: nothing is read, 16 zero bytes are written
-    asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(s), "l"(gmem), "r"(n) : "memory");
-}
-__device__ __forceinline__ void cp_async_commit() { asm volatile("cp.async.commit_group;\n" ::: "memory"); }
-template <int N>
-__device__ __forceinline__ void cp_async_wait() { asm volatile("cp.async.wait_group %0;\n" ::"n"(N) : "memory"); }
-
-__host__ __device__ constexpr int cdiv(int a, int b) { return (a + b - 1) / b; }
+using namespace kv;
 
 template <typename T, int BM, int BN, int BK, int TM, int TN, int KS, int NT, int STAGES>
 struct FusedCfg {
@@ -631,18 +588,6 @@ struct DirectLauncher {
     }
 };
 
-// Device attributes, read once per device (cudaDeviceGetAttribute per call shows in call latency).
-struct DevInfo { int optin, sms; };
-inline DevInfo dev_info(int dev) {
-    static int optin_c[64] = {0}, sms_c[64] = {0};
-    if (dev >= 0 && dev < 64 && optin_c[dev] > 0) return {optin_c[dev], sms_c[dev]};
-    int optin = 0, sms = 0;
-    C10_CUDA_CHECK(cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, dev));
-    C10_CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev));
-    if (dev >= 0 && dev < 64) { sms_c[dev] = sms; optin_c[dev] = optin; }
-    return {optin, sms};
-}
-
 template <typename T>
 void run_fused(const torch::Tensor& hidden, const torch::Tensor& w_down, const torch::Tensor& w_up_k,
                const torch::Tensor& w_up_v, torch::Tensor& out, int M, int D, int R, int N) {
@@ -664,7 +609,6 @@ void run_fused(const torch::Tensor& hidden, const torch::Tensor& w_down, const t
     T* o = reinterpret_cast<T*>(out.data_ptr());
 
     constexpr int V = 16 / int(sizeof(T));
-    auto aligned16 = [](const void* p) { return (reinterpret_cast<uintptr_t>(p) & 15u) == 0; };
     const bool vec_h = (D % V == 0) && aligned16(h);
     const bool vec_down = (R % V == 0) && aligned16(wd);
     const bool vec_up = (N % V == 0) && aligned16(wk) && aligned16(wv);
@@ -691,59 +635,95 @@ void run_fused(const torch::Tensor& hidden, const torch::Tensor& w_down, const t
     if (large_fits && (many_rows || !small_fits)) {
         Large::launch(h, wd, wk, wv, o, M, D, R, N, vec_h, vec_down, vec_up, vec_out, dev, optin, stream);
     } else {
-        TORCH_CHECK(small_fits, "fused_tiled: rank ", R, " needs ", Small::smem(R),
-                    " bytes of shared memory per block (latent tile + operand ring), above this device's "
-                    "opt-in limit cudaDevAttrMaxSharedMemoryPerBlockOptin = ", optin, " bytes");
+        TORCH_CHECK(small_fits, "fused_tiled: rank needs more shared memory per block (latent tile + operand ring) "
+                    "than this device's opt-in limit cudaDevAttrMaxSharedMemoryPerBlockOptin");
         Small::launch(h, wd, wk, wv, o, M, D, R, N, vec_h, vec_down, vec_up, vec_out, dev, optin, stream);
     }
+}
+
+// ================================================================ tensor-core path (sm_90a, bf16 / fp16)
+// One launch of the mla_tc engine with both unit lists: GEMM1 units (split k over the SMs, w_down read once),
+// then GEMM2 units that start as soon as their row tile's latent is complete (ready flags). Decode (M <= 128):
+// BM 64 tiles, and every CTA prefetches its w_up tiles into L2 while GEMM1 runs, so each weight is read from DRAM
+// once and the w_up stream overlaps GEMM1. The latent (M x R, the dtype) goes through L2 only.
+template <typename T, int BM>
+void launch_fused_tc(const torch::Tensor& hidden, const torch::Tensor& w_down, const torch::Tensor& w_up_k,
+                     const torch::Tensor& w_up_v, torch::Tensor& out, int M, int D, int R, int N, int dev, int sms,
+                     cudaStream_t stream) {
+    using C = mla::Cfg<BM>;
+    mla::Params p = mla::make_params(BM, M, D, R, N, mla::pick_splits(BM, M, R, sms, 64));
+    const int tiles1 = p.n_mt * p.n_nt1;
+    auto latent = torch::empty({int64_t(M), int64_t(R)}, hidden.options());
+    torch::Tensor ws;
+    int* cnt = mla::counters(dev, size_t(tiles1 + 2 * p.n_mt), stream);
+    if (p.splits > 1) {
+        ws = torch::empty({int64_t(tiles1) * p.splits * C::PART_F4 * 4}, hidden.options().dtype(torch::kFloat32));
+        p.ws = reinterpret_cast<float4*>(ws.data_ptr());
+    }
+    p.split_cnt = cnt;
+    p.ready = cnt + tiles1;
+    p.consumed = cnt + tiles1 + p.n_mt;
+    p.latent = latent.data_ptr();
+    p.first = 0;
+    p.last = p.units1 + p.units2;
+    p.fused = 1;
+    p.prefetch2 = BM == 64 ? 1 : 0;
+    p.group_mt = std::min(p.n_mt, 8);
+    const mla::Maps maps = mla::make_maps<T, BM>(hidden.data_ptr(), w_down.data_ptr(), w_up_k.data_ptr(),
+                                                 w_up_v.data_ptr(), latent.data_ptr(), out.data_ptr(), M, D, R, N);
+    mla::set_smem_attr<T, BM>(dev);
+    // One CTA per SM and grid <= #SMs: every CTA is resident at once, which the split-k and ready waits need.
+    mla::launch<T, BM>(maps, p, std::min(sms, p.units1 + p.units2), false, stream);
+}
+
+// False when the shape, alignment, device or build does not allow the tensor-core path (then: the SIMT paths).
+template <typename T>
+bool run_fused_tc(const torch::Tensor& hidden, const torch::Tensor& w_down, const torch::Tensor& w_up_k,
+                  const torch::Tensor& w_up_v, torch::Tensor& out, int M, int D, int R, int N) {
+    const int dev = hidden.get_device();
+    cudaStream_t stream = at::cuda::getCurrentCUDAStream();
+    if (!mla::shape_ok(D, R, N, hidden.data_ptr(), w_down.data_ptr(), w_up_k.data_ptr(), w_up_v.data_ptr(),
+                       out.data_ptr()))
+        return false;
+    if (!hop::sm90a_kernels_built(dev, stream)) return false;
+    const kv::DevInfo info = kv::dev_info(dev);
+    if (info.optin < mla::Cfg<128>::SMEM_ALLOC || info.optin < mla::Cfg<64>::SMEM_ALLOC) return false;
+    const int bm = M <= 128 ? 64 : 128;
+    const size_t need = size_t(kv::cdiv(M, bm)) * (kv::cdiv(R, mla::BN) + 2);
+    if (mla::counters_if_ready(dev, need) == nullptr) {  // allocated outside a stream capture only
+        cudaStreamCaptureStatus cap = cudaStreamCaptureStatusNone;
+        C10_CUDA_CHECK(cudaStreamIsCapturing(stream, &cap));
+        if (cap != cudaStreamCaptureStatusNone) return false;
+    }
+    if (bm == 64)
+        launch_fused_tc<T, 64>(hidden, w_down, w_up_k, w_up_v, out, M, D, R, N, dev, info.sms, stream);
+    else
+        launch_fused_tc<T, 128>(hidden, w_down, w_up_k, w_up_v, out, M, D, R, N, dev, info.sms, stream);
+    return true;
 }
 
 }  // namespace
 
 torch::Tensor forward(torch::Tensor hidden, torch::Tensor w_down, torch::Tensor w_up_k, torch::Tensor w_up_v,
                       int64_t kv_heads) {
-    TORCH_CHECK(hidden.is_cuda() && w_down.is_cuda() && w_up_k.is_cuda() && w_up_v.is_cuda(),
-                "fused_tiled: all inputs must be CUDA tensors");
-    TORCH_CHECK(hidden.get_device() == w_down.get_device() && hidden.get_device() == w_up_k.get_device() &&
-                    hidden.get_device() == w_up_v.get_device(),
-                "fused_tiled: all inputs must be on the same device");
-    TORCH_CHECK(hidden.is_contiguous() && w_down.is_contiguous() && w_up_k.is_contiguous() && w_up_v.is_contiguous(),
-                "fused_tiled: all inputs must be contiguous");
+    const kv::Problem p = kv::check_inputs(hidden, w_down, w_up_k, w_up_v, kv_heads);
     const auto dt = hidden.scalar_type();
-    TORCH_CHECK(w_down.scalar_type() == dt && w_up_k.scalar_type() == dt && w_up_v.scalar_type() == dt,
-                "fused_tiled: all inputs must have one dtype");
-    TORCH_CHECK(dt == at::kFloat || dt == at::kBFloat16 || dt == at::kHalf,
-                "fused_tiled: dtype must be float32, bfloat16 or float16, got ", dt);
-    TORCH_CHECK(hidden.dim() == 3, "fused_tiled: hidden must be 3-D (b, s, d), got ", hidden.dim(), "-D");
-    TORCH_CHECK(w_down.dim() == 2 && w_down.size(0) == hidden.size(2),
-                "fused_tiled: w_down must be (d, rank) with d = hidden.size(2) = ", hidden.size(2));
-    TORCH_CHECK(w_up_k.dim() == 2 && w_up_v.dim() == 2, "fused_tiled: w_up_k and w_up_v must be 2-D (rank, N)");
-    TORCH_CHECK(w_up_k.sizes() == w_up_v.sizes(), "fused_tiled: w_up_k and w_up_v must have the same shape");
-    TORCH_CHECK(w_up_k.size(0) == w_down.size(1), "fused_tiled: w_up_k.size(0) must equal rank = w_down.size(1)");
-    TORCH_CHECK(kv_heads > 0, "fused_tiled: kv_heads must be positive");
-    TORCH_CHECK(w_up_k.size(1) % kv_heads == 0, "fused_tiled: N = w_up_k.size(1) must be divisible by kv_heads");
-
-    const int64_t b = hidden.size(0), s = hidden.size(1), D = hidden.size(2);
-    const int64_t R = w_down.size(1), N = w_up_k.size(1);
-    const int64_t head_dim = N / kv_heads;
-    const int64_t M = b * s;
-    TORCH_CHECK(M <= INT_MAX && D <= INT_MAX && R <= INT_MAX && 2 * N <= INT_MAX,
-                "fused_tiled: sizes must fit in int32 (M = ", M, ", d = ", D, ", rank = ", R, ", 2N = ", 2 * N, ")");
+    const int M = int(p.M), D = int(p.D), R = int(p.R), N = int(p.N);
 
     c10::cuda::CUDAGuard guard(hidden.device());
-    auto out = torch::empty({b, s, 2, kv_heads, head_dim}, hidden.options());
+    auto out = kv::make_output(hidden, p);
     if (M == 0 || N == 0) return out;
     if (D == 0 || R == 0) return out.zero_();
 
     switch (dt) {
-        case at::kFloat:
-            run_fused<float>(hidden, w_down, w_up_k, w_up_v, out, int(M), int(D), int(R), int(N));
-            break;
+        case at::kFloat: run_fused<float>(hidden, w_down, w_up_k, w_up_v, out, M, D, R, N); break;
         case at::kBFloat16:
-            run_fused<__nv_bfloat16>(hidden, w_down, w_up_k, w_up_v, out, int(M), int(D), int(R), int(N));
+            if (!run_fused_tc<__nv_bfloat16>(hidden, w_down, w_up_k, w_up_v, out, M, D, R, N))
+                run_fused<__nv_bfloat16>(hidden, w_down, w_up_k, w_up_v, out, M, D, R, N);
             break;
         default:
-            run_fused<__half>(hidden, w_down, w_up_k, w_up_v, out, int(M), int(D), int(R), int(N));
+            if (!run_fused_tc<__half>(hidden, w_down, w_up_k, w_up_v, out, M, D, R, N))
+                run_fused<__half>(hidden, w_down, w_up_k, w_up_v, out, M, D, R, N);
             break;
     }
     return out;

@@ -1,12 +1,24 @@
-// summary: Stage one: latent = hidden @ w_down by one cuBLAS GEMM with fp32 output; stage two: one tiled SIMT GEMM kernel computes latent @ [w_up_k | w_up_v] and writes the stacked (b, s, 2, heads, head_dim) output directly, no k/v intermediate.
+// summary: Stage one: latent = hidden @ w_down; stage two: latent @ [w_up_k | w_up_v] written straight into the stacked (b, s, 2, heads, head_dim) rows, no k/v intermediate. bf16/fp16 on sm_90a: two launches of a persistent TMA + wgmma warp-specialized kernel (GEMM1 split-k, GEMM2 as its programmatic dependent); float32 and shapes that path does not take: cuBLAS then a tiled SIMT kernel.
 // dtypes: float32,bfloat16,float16
 
 /*
- * Stage one (cuBLAS, PyTorch's handle on the current stream): latent(M, rank) in fp32.
+ * Dispatch: bf16 / fp16 with D % 8 == 0, rank % 8 == 0, N % 256 == 0, 16-byte aligned tensors, on a 9.0 device with
+ * this build's sm_90a kernels present -> tensor-core path (mla_tc.cuh); everything else -> the SIMT path below.
+ *
+ * Tensor-core path (kernels/mla_tc.cuh has the tiling, the thread roles and the epilogues):
+ *   launch 1, GEMM1: latent (M x rank, in the dtype, like eager) = hidden @ w_down; tiles BM x 256 (BM = 64 for
+ *     M <= 128, else 128) split along d so that tiles x splits fill the SMs once (split-k partials reduced by the
+ *     splits themselves, slice by slice); triggers its dependents at entry.
+ *   launch 2, GEMM2: out (M x 2N) = latent @ [w_up_k | w_up_v], persistent grid of min(tiles, #SMs) CTAs, tiles
+ *     BM x 256 in M-major order (the CTAs working at one time share a few w_up column tiles through L2); B tiles
+ *     from w_up_k or w_up_v by tile column; epilogue TMA-stores the stacked rows, overlapped with the next tile.
+ *     Launched with programmatic stream serialization: its prologue (barrier setup, tensor-map and first w_up
+ *     tile prefetch) overlaps GEMM1's tail; its producer waits (griddepcontrol.wait) before reading the latent.
+ *
+ * SIMT path, stage one (cuBLAS, PyTorch's handle on the current stream): latent(M, rank) in fp32.
  *   float32 : cublasSgemm with CUBLAS_DEFAULT_MATH forced for the call (no TF32), handle mode restored.
  *   bf16/f16: cublasGemmEx, A/B in the dtype, C = CUDA_R_32F, CUBLAS_COMPUTE_32F.
- *
- * Stage two (one kernel): out viewed as (M, 2N) = latent (M x rank) @ B (rank x 2N), B = [w_up_k | w_up_v]
+ * SIMT path, stage two (one kernel): out viewed as (M, 2N) = latent (M x rank) @ B (rank x 2N), B = [w_up_k | w_up_v]
  *   (column c < N reads w_up_k[:, c], else w_up_v[:, c - N]).
  *   Grid: x = row tiles of BM, y = column tiles of BN (consecutive blocks share one B column stripe -> L2).
  *   K loop over rank in chunks of BK; A chunk (BM x BK fp32) and B chunk (BK x BN, dtype) are copied with
@@ -20,70 +32,14 @@
  *                   SMALL BM=32,  BN=64,  BK=16, TM=4, TN=4, 128 threads, 3 stages (when BIG gives < #SMs blocks)
  */
 
-#include <torch/extension.h>
-#include <ATen/cuda/CUDAContext.h>
-#include <c10/cuda/CUDAException.h>
-#include <c10/cuda/CUDAGuard.h>
-#include <cublas_v2.h>
-#include <cuda_runtime.h>
-#include <cuda_bf16.h>
-#include <cuda_fp16.h>
-#include <cstdint>
-#include <climits>
+#include "kv_common.cuh"
+#include "mla_tc.cuh"
+
+#include <type_traits>
 
 namespace {
 
-// ---------------------------------------------------------------- element helpers
-__device__ __forceinline__ float to_f(float x) { return x; }
-__device__ __forceinline__ float to_f(__nv_bfloat16 x) { return __bfloat162float(x); }
-__device__ __forceinline__ float to_f(__half x) { return __half2float(x); }
-
-template <typename T> __device__ __forceinline__ T from_f(float x);
-template <> __device__ __forceinline__ float from_f<float>(float x) { return x; }
-template <> __device__ __forceinline__ __nv_bfloat16 from_f<__nv_bfloat16>(float x) { return __float2bfloat16_rn(x); }
-template <> __device__ __forceinline__ __half from_f<__half>(float x) { return __float2half_rn(x); }
-
-__device__ __forceinline__ float4 ld4(const float* p) { return *reinterpret_cast<const float4*>(p); }
-__device__ __forceinline__ float4 ld4(const __nv_bfloat16* p) {
-    const uint2 u = *reinterpret_cast<const uint2*>(p);
-    return make_float4(__uint_as_float(u.x << 16), __uint_as_float(u.x & 0xffff0000u),
-                       __uint_as_float(u.y << 16), __uint_as_float(u.y & 0xffff0000u));
-}
-__device__ __forceinline__ float4 ld4(const __half* p) {
-    const uint2 u = *reinterpret_cast<const uint2*>(p);
-    __half2 h0, h1;
-    *reinterpret_cast<uint32_t*>(&h0) = u.x;
-    *reinterpret_cast<uint32_t*>(&h1) = u.y;
-    const float2 a = __half22float2(h0), b = __half22float2(h1);
-    return make_float4(a.x, a.y, b.x, b.y);
-}
-
-__device__ __forceinline__ void st4(float* p, float4 v) { *reinterpret_cast<float4*>(p) = v; }
-__device__ __forceinline__ void st4(__nv_bfloat16* p, float4 v) {
-    __nv_bfloat162 lo = __floats2bfloat162_rn(v.x, v.y), hi = __floats2bfloat162_rn(v.z, v.w);
-    uint2 u;
-    u.x = *reinterpret_cast<uint32_t*>(&lo);
-    u.y = *reinterpret_cast<uint32_t*>(&hi);
-    *reinterpret_cast<uint2*>(p) = u;
-}
-__device__ __forceinline__ void st4(__half* p, float4 v) {
-    __half2 lo = __floats2half2_rn(v.x, v.y), hi = __floats2half2_rn(v.z, v.w);
-    uint2 u;
-    u.x = *reinterpret_cast<uint32_t*>(&lo);
-    u.y = *reinterpret_cast<uint32_t*>(&hi);
-    *reinterpret_cast<uint2*>(p) = u;
-}
-
-__device__ __forceinline__ void cp_async16(void* smem, const void* gmem, bool pred) {
-    const unsigned s = static_cast<unsigned>(__cvta_generic_to_shared(smem));
-    const int n = pred ? 16 : 0;  // src-size 0: nothing is read, 16 zero bytes are written
-    asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(s), "l"(gmem), "r"(n) : "memory");
-}
-__device__ __forceinline__ void cp_async_commit() { asm volatile("cp.async.commit_group;\n" ::: "memory"); }
-template <int N>
-__device__ __forceinline__ void cp_async_wait() { asm volatile("cp.async.wait_group %0;\n" ::"n"(N) : "memory"); }
-
-__host__ __device__ constexpr int cdiv(int a, int b) { return (a + b - 1) / b; }
+using namespace kv;
 
 template <typename T, int BM, int BN, int BK, int TM, int TN, int NT, int STAGES>
 struct UpCfg {
@@ -253,29 +209,19 @@ void launch_up(const float* lat, const T* wk, const T* wv, T* out, int M, int R,
                bool vec_out, int dev, int optin, cudaStream_t stream) {
     using C = UpCfg<T, BM, BN, BK, TM, TN, NT, STAGES>;
     auto kern = up_stack_kernel<T, BM, BN, BK, TM, TN, NT, STAGES, KA, MINB>;
-    TORCH_CHECK(C::SMEM <= size_t(optin), "two_stage: stage-two tile needs ", C::SMEM,
-                " bytes of shared memory, above cudaDevAttrMaxSharedMemoryPerBlockOptin = ", optin);
+    TORCH_CHECK(C::SMEM <= size_t(optin),
+                "two_stage: stage-two tile needs more shared memory than cudaDevAttrMaxSharedMemoryPerBlockOptin");
     static int configured[64] = {0};
     if (dev < 0 || dev >= 64 || !configured[dev]) {
         C10_CUDA_CHECK(cudaFuncSetAttribute(kern, cudaFuncAttributeMaxDynamicSharedMemorySize, int(C::SMEM)));
         if (dev >= 0 && dev < 64) configured[dev] = 1;
     }
     const int col_tiles = cdiv(2 * N, BN);
-    TORCH_CHECK(col_tiles <= 65535, "two_stage: 2N = ", 2 * N, " exceeds the grid.y limit (65535 tiles of ", BN, ")");
+    TORCH_CHECK(col_tiles <= 65535, "two_stage: 2N exceeds the grid.y limit (65535 column tiles)");
     dim3 grid(unsigned(cdiv(M, BM)), unsigned(col_tiles));
     kern<<<grid, NT, C::SMEM, stream>>>(lat, wk, wv, out, M, R, N, vec_a, vec_b, vec_out);
     C10_CUDA_KERNEL_LAUNCH_CHECK();
 }
-
-struct MathModeGuard {
-    cublasHandle_t h;
-    cublasMath_t saved;
-    explicit MathModeGuard(cublasHandle_t handle, cublasMath_t mode) : h(handle) {
-        TORCH_CHECK(cublasGetMathMode(h, &saved) == CUBLAS_STATUS_SUCCESS, "two_stage: cublasGetMathMode failed");
-        TORCH_CHECK(cublasSetMathMode(h, mode) == CUBLAS_STATUS_SUCCESS, "two_stage: cublasSetMathMode failed");
-    }
-    ~MathModeGuard() { cublasSetMathMode(h, saved); }
-};
 
 template <typename T>
 void run_two_stage(const torch::Tensor& hidden, const torch::Tensor& w_down, const torch::Tensor& w_up_k,
@@ -287,7 +233,7 @@ void run_two_stage(const torch::Tensor& hidden, const torch::Tensor& w_down, con
     {
         cublasHandle_t handle = at::cuda::getCurrentCUDABlasHandle();
         TORCH_CHECK(cublasSetStream(handle, stream) == CUBLAS_STATUS_SUCCESS, "two_stage: cublasSetStream failed");
-        MathModeGuard mg(handle, CUBLAS_DEFAULT_MATH);  // no TF32 for the float32 path
+        kv::MathModeGuard mg(handle, CUBLAS_DEFAULT_MATH);  // no TF32 for the float32 path
         const float one = 1.f, zero = 0.f;
         cublasStatus_t st;
         if constexpr (std::is_same<T, float>::value) {
@@ -299,7 +245,7 @@ void run_two_stage(const torch::Tensor& hidden, const torch::Tensor& w_down, con
                               hidden.data_ptr(), ty, D, &zero, latent.data_ptr(), CUDA_R_32F, R, CUBLAS_COMPUTE_32F,
                               CUBLAS_GEMM_DEFAULT);
         }
-        TORCH_CHECK(st == CUBLAS_STATUS_SUCCESS, "two_stage: stage-one cuBLAS GEMM failed with status ", int(st));
+        TORCH_CHECK(st == CUBLAS_STATUS_SUCCESS, "two_stage: stage-one cuBLAS GEMM failed");
     }
 
     // ---- stage two
@@ -325,52 +271,85 @@ void run_two_stage(const torch::Tensor& hidden, const torch::Tensor& w_down, con
         launch_up<T, 32, 64, 16, 4, 4, 128, 3, 4, 1>(lat, wk, wv, o, M, R, N, vec_a, vec_b, vec_out, dev, optin, stream);
 }
 
+// Tensor-core path (sm_90a, bf16 / fp16): GEMM1 launch (latent in the dtype, split k), then GEMM2 launch as its
+// programmatic dependent. BM 64 tiles up to 128 rows (decode), 128 above.
+template <typename T, int BM>
+void launch_two_stage_tc(const torch::Tensor& hidden, const torch::Tensor& w_down, const torch::Tensor& w_up_k,
+                         const torch::Tensor& w_up_v, torch::Tensor& out, int M, int D, int R, int N, int dev,
+                         int sms, cudaStream_t stream) {
+    using C = mla::Cfg<BM>;
+    mla::Params p = mla::make_params(BM, M, D, R, N, mla::pick_splits(BM, M, R, sms, 64));
+    const int tiles1 = p.n_mt * p.n_nt1;
+    auto latent = torch::empty({int64_t(M), int64_t(R)}, hidden.options());
+    torch::Tensor ws;
+    if (p.splits > 1) {
+        ws = torch::empty({int64_t(tiles1) * p.splits * C::PART_F4 * 4}, hidden.options().dtype(torch::kFloat32));
+        p.ws = reinterpret_cast<float4*>(ws.data_ptr());
+        p.split_cnt = mla::counters(dev, size_t(tiles1), stream);
+    }
+    p.latent = latent.data_ptr();
+    const mla::Maps maps = mla::make_maps<T, BM>(hidden.data_ptr(), w_down.data_ptr(), w_up_k.data_ptr(),
+                                                 w_up_v.data_ptr(), latent.data_ptr(), out.data_ptr(), M, D, R, N);
+    mla::set_smem_attr<T, BM>(dev);
+    mla::Params p1 = p;
+    p1.first = 0;
+    p1.last = p.units1;
+    mla::launch<T, BM>(maps, p1, std::min(p.units1, sms), false, stream);
+    mla::Params p2 = p;
+    p2.first = p.units1;
+    p2.last = p.units1 + p.units2;
+    p2.pdl_wait = 1;
+    mla::launch<T, BM>(maps, p2, std::min(p.units2, sms), true, stream);
+}
+
+// False when the shape, alignment, device or build does not allow the tensor-core path (then: the SIMT path).
+template <typename T>
+bool run_two_stage_tc(const torch::Tensor& hidden, const torch::Tensor& w_down, const torch::Tensor& w_up_k,
+                      const torch::Tensor& w_up_v, torch::Tensor& out, int M, int D, int R, int N) {
+    const int dev = hidden.get_device();
+    cudaStream_t stream = at::cuda::getCurrentCUDAStream();
+    if (!mla::shape_ok(D, R, N, hidden.data_ptr(), w_down.data_ptr(), w_up_k.data_ptr(), w_up_v.data_ptr(),
+                       out.data_ptr()))
+        return false;
+    if (!hop::sm90a_kernels_built(dev, stream)) return false;
+    const kv::DevInfo info = kv::dev_info(dev);
+    if (info.optin < mla::Cfg<128>::SMEM_ALLOC || info.optin < mla::Cfg<64>::SMEM_ALLOC) return false;
+    // The counter buffer is allocated outside a capture only; the first call of a process is never captured here.
+    if (mla::counters_if_ready(dev, 1) == nullptr) {
+        cudaStreamCaptureStatus cap = cudaStreamCaptureStatusNone;
+        C10_CUDA_CHECK(cudaStreamIsCapturing(stream, &cap));
+        if (cap != cudaStreamCaptureStatusNone) return false;
+        mla::counters(dev, 1, stream);
+    }
+    if (M <= 128)
+        launch_two_stage_tc<T, 64>(hidden, w_down, w_up_k, w_up_v, out, M, D, R, N, dev, info.sms, stream);
+    else
+        launch_two_stage_tc<T, 128>(hidden, w_down, w_up_k, w_up_v, out, M, D, R, N, dev, info.sms, stream);
+    return true;
+}
+
 }  // namespace
 
 torch::Tensor forward(torch::Tensor hidden, torch::Tensor w_down, torch::Tensor w_up_k, torch::Tensor w_up_v,
                       int64_t kv_heads) {
-    TORCH_CHECK(hidden.is_cuda() && w_down.is_cuda() && w_up_k.is_cuda() && w_up_v.is_cuda(),
-                "two_stage: all inputs must be CUDA tensors");
-    TORCH_CHECK(hidden.get_device() == w_down.get_device() && hidden.get_device() == w_up_k.get_device() &&
-                    hidden.get_device() == w_up_v.get_device(),
-                "two_stage: all inputs must be on the same device");
-    TORCH_CHECK(hidden.is_contiguous() && w_down.is_contiguous() && w_up_k.is_contiguous() && w_up_v.is_contiguous(),
-                "two_stage: all inputs must be contiguous");
+    const kv::Problem p = kv::check_inputs(hidden, w_down, w_up_k, w_up_v, kv_heads);
     const auto dt = hidden.scalar_type();
-    TORCH_CHECK(w_down.scalar_type() == dt && w_up_k.scalar_type() == dt && w_up_v.scalar_type() == dt,
-                "two_stage: all inputs must have one dtype");
-    TORCH_CHECK(dt == at::kFloat || dt == at::kBFloat16 || dt == at::kHalf,
-                "two_stage: dtype must be float32, bfloat16 or float16, got ", dt);
-    TORCH_CHECK(hidden.dim() == 3, "two_stage: hidden must be 3-D (b, s, d), got ", hidden.dim(), "-D");
-    TORCH_CHECK(w_down.dim() == 2 && w_down.size(0) == hidden.size(2),
-                "two_stage: w_down must be (d, rank) with d = hidden.size(2) = ", hidden.size(2));
-    TORCH_CHECK(w_up_k.dim() == 2 && w_up_v.dim() == 2, "two_stage: w_up_k and w_up_v must be 2-D (rank, N)");
-    TORCH_CHECK(w_up_k.sizes() == w_up_v.sizes(), "two_stage: w_up_k and w_up_v must have the same shape");
-    TORCH_CHECK(w_up_k.size(0) == w_down.size(1), "two_stage: w_up_k.size(0) must equal rank = w_down.size(1)");
-    TORCH_CHECK(kv_heads > 0, "two_stage: kv_heads must be positive");
-    TORCH_CHECK(w_up_k.size(1) % kv_heads == 0, "two_stage: N = w_up_k.size(1) must be divisible by kv_heads");
-
-    const int64_t b = hidden.size(0), s = hidden.size(1), D = hidden.size(2);
-    const int64_t R = w_down.size(1), N = w_up_k.size(1);
-    const int64_t head_dim = N / kv_heads;
-    const int64_t M = b * s;
-    TORCH_CHECK(M <= INT_MAX && D <= INT_MAX && R <= INT_MAX && 2 * N <= INT_MAX,
-                "two_stage: sizes must fit in int32 (M = ", M, ", d = ", D, ", rank = ", R, ", 2N = ", 2 * N, ")");
+    const int M = int(p.M), D = int(p.D), R = int(p.R), N = int(p.N);
 
     c10::cuda::CUDAGuard guard(hidden.device());
-    auto out = torch::empty({b, s, 2, kv_heads, head_dim}, hidden.options());
+    auto out = kv::make_output(hidden, p);
     if (M == 0 || N == 0) return out;
     if (D == 0 || R == 0) return out.zero_();
 
     switch (dt) {
-        case at::kFloat:
-            run_two_stage<float>(hidden, w_down, w_up_k, w_up_v, out, int(M), int(D), int(R), int(N));
-            break;
+        case at::kFloat: run_two_stage<float>(hidden, w_down, w_up_k, w_up_v, out, M, D, R, N); break;
         case at::kBFloat16:
-            run_two_stage<__nv_bfloat16>(hidden, w_down, w_up_k, w_up_v, out, int(M), int(D), int(R), int(N));
+            if (!run_two_stage_tc<__nv_bfloat16>(hidden, w_down, w_up_k, w_up_v, out, M, D, R, N))
+                run_two_stage<__nv_bfloat16>(hidden, w_down, w_up_k, w_up_v, out, M, D, R, N);
             break;
         default:
-            run_two_stage<__half>(hidden, w_down, w_up_k, w_up_v, out, int(M), int(D), int(R), int(N));
+            if (!run_two_stage_tc<__half>(hidden, w_down, w_up_k, w_up_v, out, M, D, R, N))
+                run_two_stage<__half>(hidden, w_down, w_up_k, w_up_v, out, M, D, R, N);
             break;
     }
     return out;

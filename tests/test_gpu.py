@@ -20,6 +20,18 @@ ODD_SHAPES = [
 ]
 SHAPES = [preset(n) for n in PRESET_NAMES] + [s for spec in ODD_SHAPES for s in parse_shapes(spec)]
 SMALL = [preset("seed"), preset("deepseek-v2-lite")] + [s for spec in ODD_SHAPES[:3] for s in parse_shapes(spec)]
+# Every dispatch path of the bf16/fp16 tensor-core engine (kernels/mla_tc.cuh): decode tiles (M <= 128: one row
+# tile, up to 64 k-splits) and prefill tiles (M > 128: 128-row tiles, few splits), partial row / k / latent tiles,
+# rank below one 256-column tile, and the shapes it must decline (N % 256 != 0, d or rank not a multiple of 8).
+TC_SHAPES = [preset("deepseek-v3", t) for t in (64, 512, 4096)] + [preset("minicpm3", 64)] + [
+    s for spec in (
+        "b=1,s=1,d=7168,rank=512,heads=128,head_dim=128",  # M = 1 at DeepSeek-V3 size (the most k-splits)
+        "b=3,s=50,d=1000,rank=96,heads=2,head_dim=128",    # M = 150: two row tiles, the second partial
+        "b=1,s=200,d=264,rank=40,heads=4,head_dim=64",     # k tails in both products, latent tile mostly empty
+        "b=2,s=33,d=512,rank=64,heads=6,head_dim=128",     # N = 768 (k|v boundary inside the list of tiles)
+        "b=1,s=70,d=260,rank=64,heads=2,head_dim=128",     # d % 8 != 0: declined, SIMT path
+        "b=1,s=70,d=256,rank=64,heads=3,head_dim=40",      # N % 256 != 0: declined, SIMT path
+    ) for s in parse_shapes(spec)]
 KERNEL_NAMES = [p.stem for p in discover.discover(REPO / "kernels")]
 KERNEL_DTYPES = {p.stem: discover.load_variant(p).dtypes for p in discover.discover(REPO / "kernels")}
 # Shapes that take each dispatch path of the tensor-core variants (see their block comments).
@@ -47,9 +59,10 @@ def plan():
 
 @pytest.fixture(scope="session")
 def rows(plan):
-    """Check-only run of every kernel: float32 on all shapes; bf16/fp16 on a few where supported."""
+    """Check-only run of every kernel: float32 on all shapes; bf16/fp16 on a few plus the tensor-core paths."""
     settings = Settings(time=False, timing_so=plan.targets[0].so_path, timing_module=plan.targets[0].module_name)
-    tasks = [Task(s, "float32") for s in SHAPES] + [Task(s, d) for s in SMALL for d in ("bfloat16", "float16")]
+    tasks = [Task(s, "float32") for s in SHAPES] + [Task(s, d) for s in SMALL + TC_SHAPES
+                                                    for d in ("bfloat16", "float16")]
     collected = []
     kernels = runner.Plan([t for t in plan.targets if t.kind == KERNEL], plan.rows)
     runner.run(kernels, tasks, settings, collected.append, row_timeout_s=300)

@@ -1,0 +1,487 @@
+// The sm_90a tensor-core engine of two_stage and fused_tiled (bf16 / fp16): one persistent, warp-specialized
+// TMA + wgmma kernel that runs a list of work units of the two products
+//   GEMM1 unit (row tile mt, latent column tile nt, k-split ks):  latent[mt, nt] (+)= hidden[mt, ks] @ w_down[ks, nt]
+//   GEMM2 unit (row tile mt, output column tile nt):               out[mt, nt] = latent[mt, :] @ [w_up_k | w_up_v][:, nt]
+// two_stage launches it twice (GEMM1 units, then GEMM2 units with programmatic dependent launch); fused_tiled
+// launches it once with both lists, GEMM2 units waiting on per-row-tile ready flags.
+#pragma once
+
+#include "hopper.cuh"
+
+#include <algorithm>
+
+/*
+ * Tile BM x BN x BK = (128 or 64) x 256 x 64; STAGES shared-memory stages (3 for BM 128, 4 for BM 64) of
+ *   A: one TMA box 64 k x BM rows (128-byte swizzle, K-major): hidden (GEMM1) or latent (GEMM2)
+ *   B: four TMA boxes 64 n x 64 k (8 KB each, 128-byte swizzle, N-major), from w_down (GEMM1), or from w_up_k when
+ *      the tile's first column is < N and from w_up_v otherwise (GEMM2; N % 256 == 0 so a tile never straddles).
+ * Threads: 384 = 3 warpgroups. Warpgroup 0 = producer (setmaxnreg 40; one thread issues every TMA load);
+ *   warpgroups 1 and 2 = consumers (setmaxnreg 232). BM 128: consumer g owns rows 64g .. 64g+63 and all 256
+ *   columns (wgmma m64n256k16, 128 fp32 accumulators per thread); BM 64: both own the 64 rows, consumer g the
+ *   columns 128g .. 128g+127 (m64n128k16, 64 accumulators). A stage is released (empty barrier, one arrival per
+ *   consumer warpgroup) once the next stage's wgmmas are issued and the previous group retired (wait_group 1).
+ * Epilogues (per consumer warpgroup):
+ *   GEMM2: accumulators -> bf16/fp16 -> the warpgroup's staging buffer (64 x 64 boxes, 128-byte swizzle,
+ *     conflict-free 4-byte stores) -> fence.proxy.async -> TMA stores into out viewed as (M, 2N): the stacked
+ *     (b, s, 2, heads, head_dim) rows directly. The store runs while the next tile's main loop does; the staging
+ *     buffer is rewritten only after cp.async.bulk.wait_group.read 0.
+ *   GEMM1, no split: bf16/fp16 latent rows stored from the fragments (latent (M, R) is small).
+ *   GEMM1, S splits: fp32 partial fragments -> workspace (float4, coalesced), arrive on the tile's counter, wait
+ *     until all S partials are written (the S units of a tile are co-resident: GEMM1 units <= grid <= #SMs, one
+ *     CTA per SM), then split ks sums its 1/S slice of the tile over the S partials and stores those latent
+ *     elements; the last of the 2S arrivals resets the counter (self-resetting: a CUDA-graph replay starts from
+ *     zero again) and, when fused, bumps ready[mt].
+ * Unit order: GEMM1 units first (ks fastest), then GEMM2 units in groups of `group_mt` row tiles, row tile
+ *   fastest inside a group (M-major: the CTAs working at one time share a few w_up column tiles in L2).
+ *   CTA c runs units first + c, first + c + grid, ...; producer and consumers walk the same list.
+ * Fused (one launch): a GEMM2 unit's producer waits (acquire) until ready[mt] == n_nt1, then fence.proxy.async
+ *   (the latent was written by ordinary stores, TMA reads it); the row tile's last reader resets ready/consumed.
+ *   prefetch2 (decode): before that wait the producer prefetches every B box of its GEMM2 units into L2, so
+ *   w_up streams from DRAM while GEMM1 runs.
+ */
+
+namespace mla {
+
+constexpr int BN = 256, BK = 64;
+constexpr int THREADS = 384;
+constexpr int B_BOX_BYTES = 64 * BK * 2;          // 8 KB: 64 columns x 64 k
+constexpr int B_BYTES = (BN / 64) * B_BOX_BYTES;  // 32 KB
+
+// Tile shape BM x 256: BM = 128 (prefill: consumer warpgroup g owns rows 64g.., all 256 columns) or BM = 64
+// (decode: both consumer warpgroups own the 64 rows, warpgroup g the columns 128g .. 128g+127).
+template <int BM_>
+struct Cfg {
+    static constexpr int BM = BM_;
+    static_assert(BM == 64 || BM == 128, "tile rows");
+    static constexpr int MWG = BM / 64;              // consumer warpgroups along M
+    static constexpr int WN = BN / (2 / MWG);         // columns per consumer warpgroup: 256 or 128
+    static constexpr int STAGES = BM == 128 ? 3 : 4;
+    static constexpr int A_BYTES = BM * BK * 2;
+    static constexpr int C_WG_BYTES = 64 * WN * 2;    // one warpgroup's staging: (WN / 64) boxes of 64 x 64
+    static constexpr int SMEM_A = 0;
+    static constexpr int SMEM_B = SMEM_A + STAGES * A_BYTES;
+    static constexpr int SMEM_C = SMEM_B + STAGES * B_BYTES;
+    static constexpr int SMEM_BAR = SMEM_C + 2 * C_WG_BYTES;
+    static constexpr int SMEM_BYTES = SMEM_BAR + 2 * STAGES * 8;
+    static constexpr int SMEM_ALLOC = SMEM_BYTES + 1024;  // the dynamic base is aligned up to 1024 (swizzle atoms)
+    static constexpr int PART_F4 = (WN / 8) * 256;        // float4s of one fp32 partial tile (WN/8 per thread)
+};
+
+struct Params {
+    int M, D, R, N;
+    int n_mt;         // row tiles: ceil(M / BM)
+    int n_nt1;        // latent column tiles: ceil(R / BN)
+    int splits;       // GEMM1 k-splits (each non-empty)
+    int kps1;         // GEMM1 k-steps per split
+    int ksteps1;      // ceil(D / BK)
+    int ksteps2;      // ceil(R / BK)
+    int n_nt2;        // output column tiles: 2N / BN
+    int nt2_v;        // first output column tile read from w_up_v: N / BN
+    int units1, units2;
+    int first, last;  // this launch runs units [first, last) of the combined list
+    int group_mt;     // GEMM2 rasterization group (row tiles)
+    int fused;        // GEMM2 units wait for ready[mt] == n_nt1; GEMM1 tiles bump it
+    int prefetch2;    // fused: before its first GEMM2 unit a producer prefetches all its GEMM2 B tiles into L2
+    int pdl_wait;     // GEMM2 producer waits for the previous grid (programmatic dependent launch)
+    float4* ws;       // GEMM1 partials: [tile][split][PART_F4]
+    int* split_cnt;   // per GEMM1 tile (n_mt * n_nt1), self-resetting
+    int* ready;       // per row tile, self-resetting (fused)
+    int* consumed;    // per row tile: GEMM2 units that passed the ready wait (fused)
+    void* latent;     // (M, R), row-major, written by GEMM1 units
+};
+
+struct Unit {
+    int gemm;  // 1 or 2
+    int mt, nt, ks;
+};
+
+__device__ __forceinline__ Unit decode_unit(int u, const Params& p) {
+    Unit w;
+    if (u < p.units1) {
+        w.gemm = 1;
+        w.ks = u % p.splits;
+        const int t = u / p.splits;
+        w.mt = t % p.n_mt;
+        w.nt = t / p.n_mt;
+    } else {
+        w.gemm = 2;
+        w.ks = 0;
+        const int v = u - p.units1;
+        const int per_group = p.group_mt * p.n_nt2;
+        const int g = v / per_group, in = v - g * per_group;
+        const int rows = min(p.group_mt, p.n_mt - g * p.group_mt);
+        w.mt = g * p.group_mt + in % rows;
+        w.nt = in / rows;
+    }
+    return w;
+}
+
+__device__ __forceinline__ void unit_ksteps(const Unit& w, const Params& p, int& k0, int& k1) {
+    if (w.gemm == 1) {
+        k0 = w.ks * p.kps1;
+        k1 = min(k0 + p.kps1, p.ksteps1);
+    } else {
+        k0 = 0;
+        k1 = p.ksteps2;
+    }
+}
+
+__device__ __forceinline__ int ld_acquire(const int* p) {
+    int v;
+    asm volatile("ld.acquire.gpu.global.s32 %0, [%1];\n" : "=r"(v) : "l"(p) : "memory");
+    return v;
+}
+
+__device__ __forceinline__ void pdl_wait() {
+#if KV_SM90A
+    asm volatile("griddepcontrol.wait;\n" ::: "memory");
+#endif
+}
+__device__ __forceinline__ void pdl_launch_dependents() {
+#if KV_SM90A
+    asm volatile("griddepcontrol.launch_dependents;\n" ::: "memory");
+#endif
+}
+
+// Store one fp32 fragment pair (row, col), (row, col+1) of the latent as two 16-bit elements (R even, col even).
+template <typename T>
+__device__ __forceinline__ void store_latent2(T* lat, const Params& p, int row, int col, float a, float b) {
+    if (row < p.M && col < p.R)
+        *reinterpret_cast<uint32_t*>(lat + size_t(row) * p.R + col) = kv::pack2<T>(a, b);
+}
+
+template <typename T, int BM_>
+__global__ void __launch_bounds__(THREADS, 1)
+mla_tc_kernel(const __grid_constant__ CUtensorMap tm_hidden, const __grid_constant__ CUtensorMap tm_wdown,
+              const __grid_constant__ CUtensorMap tm_latent, const __grid_constant__ CUtensorMap tm_wk,
+              const __grid_constant__ CUtensorMap tm_wv, const __grid_constant__ CUtensorMap tm_out,
+              const Params p) {
+#if KV_SM90A
+    using C = Cfg<BM_>;
+    constexpr int BM = C::BM, STAGES = C::STAGES, A_BYTES = C::A_BYTES, WN = C::WN, PART_F4 = C::PART_F4;
+    extern __shared__ __align__(1024) unsigned char smem_raw[];
+    unsigned char* smem = reinterpret_cast<unsigned char*>((reinterpret_cast<uintptr_t>(smem_raw) + 1023) & ~uintptr_t(1023));
+    uint64_t* full = reinterpret_cast<uint64_t*>(smem + C::SMEM_BAR);
+    uint64_t* empty = full + STAGES;
+
+    const int tid = threadIdx.x;
+    const int wg = tid / 128;
+
+    if (tid == 0) {
+        for (int s = 0; s < STAGES; ++s) {
+            hop::mbar_init(&full[s], 1);
+            hop::mbar_init(&empty[s], 2);
+        }
+        hop::fence_barrier_init();
+    }
+    __syncthreads();
+    if (p.first == 0 && p.units1 > 0 && !p.fused) pdl_launch_dependents();  // two_stage: let GEMM2 launch early
+
+    if (wg == 0) {
+        // ------------------------------------------------------------ producer
+        hop::setmaxnreg_dec<40>();
+        if (tid == 0) {
+            hop::prefetch_tmap(&tm_hidden);
+            hop::prefetch_tmap(&tm_wdown);
+            hop::prefetch_tmap(&tm_latent);
+            hop::prefetch_tmap(&tm_wk);
+            hop::prefetch_tmap(&tm_wv);
+            bool waited = false, prefetched = false;
+            int it = 0;  // k-steps issued by this CTA so far (stage = it % STAGES)
+            for (int u = p.first + blockIdx.x; u < p.last; u += gridDim.x) {
+                const Unit w = decode_unit(u, p);
+                int k0, k1;
+                unit_ksteps(w, p, k0, k1);
+                const CUtensorMap* ta = w.gemm == 1 ? &tm_hidden : &tm_latent;
+                const CUtensorMap* tb;
+                int bx;
+                if (w.gemm == 1) {
+                    tb = &tm_wdown;
+                    bx = w.nt * BN;
+                } else {
+                    tb = w.nt < p.nt2_v ? &tm_wk : &tm_wv;
+                    bx = (w.nt < p.nt2_v ? w.nt : w.nt - p.nt2_v) * BN;
+                    if (p.pdl_wait && !waited) {
+                        for (int b = 0; b < BN / 64; ++b) hop::tma_prefetch_2d(tb, bx + 64 * b, 0);
+                        pdl_wait();  // the latent is written by the previous grid
+                        waited = true;
+                    }
+                    if (p.prefetch2 && !prefetched) {  // all of this CTA's GEMM2 B tiles -> L2 while GEMM1 runs
+                        for (int u2 = u; u2 < p.last; u2 += gridDim.x) {
+                            const Unit w2 = decode_unit(u2, p);
+                            const CUtensorMap* tb2 = w2.nt < p.nt2_v ? &tm_wk : &tm_wv;
+                            const int bx2 = (w2.nt < p.nt2_v ? w2.nt : w2.nt - p.nt2_v) * BN;
+                            for (int k = 0; k < p.ksteps2; ++k)
+                                for (int b = 0; b < BN / 64; ++b) hop::tma_prefetch_2d(tb2, bx2 + 64 * b, k * BK);
+                        }
+                        prefetched = true;
+                    }
+                    if (p.fused) {
+                        while (ld_acquire(&p.ready[w.mt]) < p.n_nt1) __nanosleep(64);
+                        hop::fence_proxy_async_global();  // the latent (ordinary stores) -> TMA reads
+                        const int old = atomicAdd(&p.consumed[w.mt], 1);
+                        if (old == p.n_nt2 - 1) {  // the row tile's last reader: reset for the next launch
+                            p.consumed[w.mt] = 0;
+                            p.ready[w.mt] = 0;
+                        }
+                    }
+                }
+                for (int k = k0; k < k1; ++k, ++it) {
+                    const int s = it % STAGES;
+                    const uint32_t ph = (it / STAGES) & 1;
+                    hop::mbar_wait(&empty[s], ph ^ 1);
+                    hop::mbar_arrive_expect_tx(&full[s], A_BYTES + B_BYTES);
+                    hop::tma_load_2d(smem + C::SMEM_A + s * A_BYTES, ta, k * BK, w.mt * BM, &full[s]);
+                    unsigned char* bs = smem + C::SMEM_B + s * B_BYTES;
+#pragma unroll
+                    for (int b = 0; b < BN / 64; ++b)
+                        hop::tma_load_2d(bs + b * B_BOX_BYTES, tb, bx + 64 * b, k * BK, &full[s]);
+                }
+            }
+        }
+    } else {
+        // ------------------------------------------------------------ consumers
+        hop::setmaxnreg_inc<232>();
+        const int cw = wg - 1;           // consumer warpgroup
+        const int ct = tid - 128;        // 0..255 over both consumer warpgroups
+        const int t = tid & 127;         // thread in the warpgroup
+        const int warp = t >> 5, lane = t & 31;
+        const int r_in = 16 * warp + (lane >> 2);  // fragment row inside the warpgroup's 64 rows (and +8)
+        const int q = lane & 3;
+        const int wrow = C::MWG == 2 ? 64 * cw : 0;  // the warpgroup's first row / column inside the tile
+        const int wcol = C::MWG == 2 ? 0 : WN * cw;
+        unsigned char* cstage = smem + C::SMEM_C + cw * C::C_WG_BYTES;
+        T* const lat = reinterpret_cast<T*>(p.latent);
+        float acc[WN / 2];
+        int it = 0;
+        for (int u = p.first + blockIdx.x; u < p.last; u += gridDim.x) {
+            const Unit w = decode_unit(u, p);
+            int k0, k1;
+            unit_ksteps(w, p, k0, k1);
+            // ---- main loop
+            int prev = -1;
+            for (int k = k0; k < k1; ++k, ++it) {
+                const int s = it % STAGES;
+                hop::mbar_wait(&full[s], (it / STAGES) & 1);
+                const unsigned char* as = smem + C::SMEM_A + s * A_BYTES + wrow * 128;
+                const unsigned char* bs = smem + C::SMEM_B + s * B_BYTES + (wcol / 64) * B_BOX_BYTES;
+                const uint64_t da = hop::make_desc_sw128(as, 16, 1024);
+                const uint64_t db = hop::make_desc_sw128(bs, B_BOX_BYTES, 1024);
+                hop::fence_acc(acc);
+                hop::wgmma_fence();
+#pragma unroll
+                for (int kk = 0; kk < BK / 16; ++kk)  // +32 bytes along k in A, +16 rows (2048 bytes) in B
+                    hop::wgmma_ss<WN, T>(acc, da + uint64_t((kk * 32) >> 4), db + uint64_t((kk * 2048) >> 4),
+                                         (k > k0 || kk > 0) ? 1 : 0);
+                hop::wgmma_commit();
+                hop::fence_acc(acc);
+                hop::wgmma_wait<1>();
+                hop::fence_acc(acc);
+                if (prev >= 0 && t == 0) hop::mbar_arrive(&empty[prev]);
+                prev = s;
+            }
+            hop::wgmma_wait<0>();
+            hop::fence_acc(acc);
+            if (prev >= 0 && t == 0) hop::mbar_arrive(&empty[prev]);
+            const int row0 = w.mt * BM + wrow + r_in;  // fragment rows row0 and row0 + 8
+            const int col0 = w.nt * BN + wcol + 2 * q;  // fragment columns col0 + 8j, + 1
+
+            if (w.gemm == 2) {
+                // ---- GEMM2 epilogue: staging (4 boxes of 64 rows x 64 columns, 128-byte swizzle) -> TMA store
+                if (t == 0) hop::tma_store_wait_read<0>();  // the previous tile's store has read the buffer
+                hop::named_barrier(2 + cw, 128);
+#pragma unroll
+                for (int j = 0; j < WN / 8; ++j) {
+                    const int box = j >> 3, chunk = j & 7;
+                    const int r = r_in;  // (r_in + 8) & 7 == r_in & 7: one swizzle for both rows
+                    unsigned char* base = cstage + box * (64 * 128) + ((chunk ^ (r & 7)) << 4) + 4 * q;
+                    *reinterpret_cast<uint32_t*>(base + r * 128) = kv::pack2<T>(acc[4 * j], acc[4 * j + 1]);
+                    *reinterpret_cast<uint32_t*>(base + (r + 8) * 128) = kv::pack2<T>(acc[4 * j + 2], acc[4 * j + 3]);
+                }
+                hop::fence_proxy_async_smem();
+                hop::named_barrier(2 + cw, 128);
+                if (t == 0) {
+#pragma unroll
+                    for (int b = 0; b < WN / 64; ++b)
+                        hop::tma_store_2d(&tm_out, cstage + b * (64 * 128), w.nt * BN + wcol + 64 * b, w.mt * BM + wrow);
+                    hop::tma_store_commit();
+                }
+            } else if (p.splits == 1) {
+                // ---- GEMM1 epilogue, whole K: latent straight from the fragments
+#pragma unroll
+                for (int j = 0; j < WN / 8; ++j) {
+                    const int col = col0 + 8 * j;
+                    store_latent2<T>(lat, p, row0, col, acc[4 * j], acc[4 * j + 1]);
+                    store_latent2<T>(lat, p, row0 + 8, col, acc[4 * j + 2], acc[4 * j + 3]);
+                }
+                if (p.fused) {
+                    __threadfence();
+                    hop::named_barrier(1, 256);
+                    if (ct == 0) {
+                        __threadfence();
+                        atomicAdd(&p.ready[w.mt], 1);
+                    }
+                }
+            } else {
+                // ---- GEMM1 epilogue, split k: partial -> workspace; wait for the tile's S partials; reduce a slice
+                const int tile = w.nt * p.n_mt + w.mt;
+                float4* part = p.ws + (size_t(tile) * p.splits + w.ks) * PART_F4;
+#pragma unroll
+                for (int j = 0; j < WN / 8; ++j)
+                    __stcg(part + j * 256 + ct, make_float4(acc[4 * j], acc[4 * j + 1], acc[4 * j + 2], acc[4 * j + 3]));
+                __threadfence();
+                hop::named_barrier(1, 256);
+                if (ct == 0) {
+                    atomicAdd(&p.split_cnt[tile], 1);
+                    while (ld_acquire(&p.split_cnt[tile]) < p.splits) __nanosleep(64);
+                }
+                hop::named_barrier(1, 256);
+                __threadfence();
+                const float4* tp = p.ws + size_t(tile) * p.splits * PART_F4;
+                const int e0 = int((long long)w.ks * PART_F4 / p.splits);
+                const int e1 = int((long long)(w.ks + 1) * PART_F4 / p.splits);
+                for (int e = e0 + ct; e < e1; e += 256) {
+                    float4 sum = __ldcg(tp + e);
+                    for (int s = 1; s < p.splits; ++s) {
+                        const float4 v = __ldcg(tp + size_t(s) * PART_F4 + e);
+                        sum.x += v.x; sum.y += v.y; sum.z += v.z; sum.w += v.w;
+                    }
+                    // e = j * 256 + c: consumer thread c's fragment group j
+                    const int j = e >> 8, c = e & 255;
+                    const int cl = c & 31, ct_w = (c & 127) >> 5, cg = c >> 7;
+                    const int rr = w.mt * BM + (C::MWG == 2 ? 64 * cg : 0) + 16 * ct_w + (cl >> 2);
+                    const int col = w.nt * BN + (C::MWG == 2 ? 0 : WN * cg) + 8 * j + 2 * (cl & 3);
+                    store_latent2<T>(lat, p, rr, col, sum.x, sum.y);
+                    store_latent2<T>(lat, p, rr + 8, col, sum.z, sum.w);
+                }
+                __threadfence();
+                hop::named_barrier(1, 256);
+                if (ct == 0) {
+                    const int old = atomicAdd(&p.split_cnt[tile], 1);
+                    if (old == 2 * p.splits - 1) {  // every slice of the tile is stored
+                        p.split_cnt[tile] = 0;
+                        if (p.fused) {
+                            __threadfence();
+                            atomicAdd(&p.ready[w.mt], 1);
+                        }
+                    }
+                }
+            }
+        }
+        if (t == 0) hop::tma_store_wait<0>();  // the last stores complete before the CTA exits
+    }
+#endif
+}
+
+// ---------------------------------------------------------------- host
+
+// Which shapes the engine takes: 2-byte dtype, N % 256 == 0 (a GEMM2 tile never straddles k|v), R and D multiples
+// of 8 (16-byte TMA row pitches), 16-byte aligned base pointers, an sm_90a build on a 9.0 device.
+inline bool shape_ok(int D, int R, int N, const void* h, const void* wd, const void* wk, const void* wv,
+                     const void* out) {
+    return D % 8 == 0 && R % 8 == 0 && N % BN == 0 && D > 0 && R > 0 && kv::aligned16(h) && kv::aligned16(wd) &&
+           kv::aligned16(wk) && kv::aligned16(wv) && kv::aligned16(out);
+}
+
+struct Maps {
+    CUtensorMap hidden, wdown, latent, wk, wv, out;
+};
+
+template <typename T, int BM>
+inline Maps make_maps(const void* h, const void* wd, const void* wk, const void* wv, const void* lat, void* out, int M,
+                      int D, int R, int N) {
+    Maps m;
+    m.hidden = hop::make_tmap_2d<T>(h, M, D, D, BM, BK);
+    m.wdown = hop::make_tmap_2d<T>(wd, D, R, R, BK, 64);
+    m.latent = hop::make_tmap_2d<T>(lat, M, R, R, BM, BK);
+    m.wk = hop::make_tmap_2d<T>(wk, R, N, N, BK, 64);
+    m.wv = hop::make_tmap_2d<T>(wv, R, N, N, BK, 64);
+    m.out = hop::make_tmap_2d<T>(out, M, 2 * int64_t(N), 2 * int64_t(N), 64, 64);
+    return m;
+}
+
+// Base parameters of a problem (units counted, no unit range chosen yet). splits: GEMM1 k-splits asked for.
+inline Params make_params(int BM, int M, int D, int R, int N, int splits_wanted) {
+    Params p{};
+    p.M = M; p.D = D; p.R = R; p.N = N;
+    p.n_mt = kv::cdiv(M, BM);
+    p.n_nt1 = kv::cdiv(R, BN);
+    p.ksteps1 = kv::cdiv(D, BK);
+    p.ksteps2 = kv::cdiv(R, BK);
+    int s = std::max(1, std::min(splits_wanted, p.ksteps1));
+    p.kps1 = kv::cdiv(p.ksteps1, s);
+    p.splits = kv::cdiv(p.ksteps1, p.kps1);  // every split non-empty
+    p.n_nt2 = 2 * N / BN;
+    p.nt2_v = N / BN;
+    p.units1 = p.n_mt * p.n_nt1 * p.splits;
+    p.units2 = p.n_mt * p.n_nt2;
+    p.group_mt = p.n_mt;
+    return p;
+}
+
+// GEMM1 k-splits so that the units fill the SMs once (the split-k wait needs every unit of a tile resident).
+inline int pick_splits(int BM, int M, int R, int sms, int cap) {
+    const int tiles = kv::cdiv(M, BM) * kv::cdiv(R, BN);
+    return std::max(1, std::min(cap, sms / std::max(1, tiles)));
+}
+
+// Self-resetting counters (split_cnt per GEMM1 tile, ready and consumed per row tile), zeroed once when allocated
+// and returned to zero by the kernels; one buffer per device, grown outside stream capture only.
+struct CounterCache {
+    int* buf[64] = {};
+    size_t cap[64] = {};
+};
+inline CounterCache& counter_cache() {
+    static CounterCache c;
+    return c;
+}
+inline int* counters_if_ready(int dev, size_t n) {
+    CounterCache& c = counter_cache();
+    return (dev >= 0 && dev < 64 && c.cap[dev] >= n) ? c.buf[dev] : nullptr;
+}
+inline int* counters(int dev, size_t n, cudaStream_t stream) {
+    CounterCache& c = counter_cache();
+    TORCH_CHECK(dev >= 0 && dev < 64, "device index out of range for the counter cache");
+    if (c.cap[dev] < n) {
+        cudaStreamCaptureStatus st = cudaStreamCaptureStatusNone;
+        C10_CUDA_CHECK(cudaStreamIsCapturing(stream, &st));
+        TORCH_CHECK(st == cudaStreamCaptureStatusNone, "counter buffer must be allocated before stream capture");
+        const size_t want = std::max<size_t>(n, 4096);
+        C10_CUDA_CHECK(cudaStreamSynchronize(stream));  // no running kernel still uses the old buffer
+        if (c.buf[dev] != nullptr) C10_CUDA_CHECK(cudaFree(c.buf[dev]));
+        int* p = nullptr;
+        C10_CUDA_CHECK(cudaMalloc(&p, want * sizeof(int)));
+        C10_CUDA_CHECK(cudaMemset(p, 0, want * sizeof(int)));
+        c.buf[dev] = p;
+        c.cap[dev] = want;
+    }
+    return c.buf[dev];
+}
+
+template <typename T, int BM>
+inline void set_smem_attr(int dev) {
+    static bool done[64] = {};
+    if (dev < 0 || dev >= 64 || !done[dev]) {
+        C10_CUDA_CHECK(cudaFuncSetAttribute(mla_tc_kernel<T, BM>, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                            Cfg<BM>::SMEM_ALLOC));
+        if (dev >= 0 && dev < 64) done[dev] = true;
+    }
+}
+
+// Launch units [first, last) on `grid` CTAs; pdl: launched as a programmatic dependent of the previous kernel.
+template <typename T, int BM>
+inline void launch(const Maps& m, const Params& p, int grid, bool pdl, cudaStream_t stream) {
+    cudaLaunchConfig_t cfg = {};
+    cfg.gridDim = dim3(unsigned(grid));
+    cfg.blockDim = dim3(THREADS);
+    cfg.dynamicSmemBytes = Cfg<BM>::SMEM_ALLOC;
+    cfg.stream = stream;
+    cudaLaunchAttribute attr[1];
+    attr[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
+    attr[0].val.programmaticStreamSerializationAllowed = 1;
+    cfg.attrs = attr;
+    cfg.numAttrs = pdl ? 1 : 0;
+    C10_CUDA_CHECK(cudaLaunchKernelEx(&cfg, mla_tc_kernel<T, BM>, m.hidden, m.wdown, m.latent, m.wk, m.wv, m.out, p));
+}
+
+}  // namespace mla
