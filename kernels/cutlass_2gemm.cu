@@ -30,13 +30,7 @@
  * Hopper only: a forward on another GPU, or from an image not built for sm_90a, is rejected by TORCH_CHECK.
  */
 
-#include <torch/extension.h>
-#include <ATen/cuda/CUDAContext.h>
-#include <c10/cuda/CUDAException.h>
-#include <c10/cuda/CUDAGuard.h>
-#include <cuda_runtime.h>
-#include <cstdint>
-#include <climits>
+#include "kv_common.cuh"
 
 #include "cute/tensor.hpp"
 #include "cutlass/cutlass.h"
@@ -103,29 +97,22 @@ using UpGemmSmall = RowMajorGemm<Element, cute::Shape<_64, _128, _64>, cute::Sha
 constexpr int64_t kSmallM = 128;  // up to here the up-projection uses 64-row tiles and no cluster
 
 struct Device {
-    int index = -1;
-    int sms = 0;
+    int index;
+    int sms;  // CUTLASS sizes its persistent grid with it
 };
 
-// SM count (CUTLASS sizes its persistent grid with it) and the Hopper checks, once per device.
+// The Hopper checks. The probe's attributes come from the host (no launch, no synchronization), so this is
+// safe inside a CUDA graph capture; cudaFuncGetAttributes is cheap enough to ask on every call.
 Device hopper_device(int index) {
-    static Device cached[64];
-    TORCH_CHECK(index >= 0 && index < 64, "cutlass_2gemm: device index out of range");
-    Device& d = cached[index];
-    if (d.index < 0) {
-        cudaDeviceProp prop;
-        C10_CUDA_CHECK(cudaGetDeviceProperties(&prop, index));
-        TORCH_CHECK(prop.major == 9 && prop.minor == 0,
-                    "cutlass_2gemm: needs a Hopper GPU (compute capability 9.0: TMA and wgmma)");
-        cudaFuncAttributes attr;
-        const cudaError_t err = cudaFuncGetAttributes(&attr, sm90a_probe_kernel);
-        if (err != cudaSuccess) (void)cudaGetLastError();
-        TORCH_CHECK(err == cudaSuccess && attr.sharedSizeBytes == 0,
-                    "cutlass_2gemm: this build has no sm_90a code for this GPU; build with TORCH_CUDA_ARCH_LIST=9.0a");
-        d.sms = prop.multiProcessorCount;
-        d.index = index;
-    }
-    return d;
+    const kv::DevInfo info = kv::dev_info(index);
+    TORCH_CHECK(info.major == 9 && info.minor == 0,
+                "cutlass_2gemm: needs a Hopper GPU (compute capability 9.0: TMA and wgmma)");
+    cudaFuncAttributes attr;
+    const cudaError_t err = cudaFuncGetAttributes(&attr, sm90a_probe_kernel);
+    if (err != cudaSuccess) (void)cudaGetLastError();
+    TORCH_CHECK(err == cudaSuccess && attr.sharedSizeBytes == 0,
+                "cutlass_2gemm: this build has no sm_90a code for this GPU; build with TORCH_CUDA_ARCH_LIST=9.0a");
+    return {index, info.sms};
 }
 
 template <class Config>
@@ -203,46 +190,24 @@ void forward_torch(const torch::Tensor& hidden, const torch::Tensor& w_down, con
     torch::mm_out(v, latent, w_up_v);
 }
 
-bool aligned16(const void* p) { return (reinterpret_cast<uintptr_t>(p) & 15) == 0; }
-
-void check_inputs(const torch::Tensor& hidden, const torch::Tensor& w_down, const torch::Tensor& w_up_k,
-                  const torch::Tensor& w_up_v, int64_t kv_heads) {
-    TORCH_CHECK(hidden.is_cuda() && w_down.is_cuda() && w_up_k.is_cuda() && w_up_v.is_cuda(),
-                "cutlass_2gemm: all inputs must be CUDA tensors");
-    TORCH_CHECK(hidden.get_device() == w_down.get_device() && hidden.get_device() == w_up_k.get_device() &&
-                    hidden.get_device() == w_up_v.get_device(),
-                "cutlass_2gemm: all inputs must be on the same device");
-    TORCH_CHECK(hidden.is_contiguous() && w_down.is_contiguous() && w_up_k.is_contiguous() && w_up_v.is_contiguous(),
-                "cutlass_2gemm: all inputs must be contiguous");
-    const auto dt = hidden.scalar_type();
-    TORCH_CHECK(dt == at::kBFloat16 || dt == at::kHalf, "cutlass_2gemm: dtype must be bfloat16 or float16");
-    TORCH_CHECK(w_down.scalar_type() == dt && w_up_k.scalar_type() == dt && w_up_v.scalar_type() == dt,
-                "cutlass_2gemm: all inputs must have one dtype");
-    TORCH_CHECK(hidden.dim() == 3, "cutlass_2gemm: hidden must be 3-D (b, s, d)");
-    TORCH_CHECK(w_down.dim() == 2 && w_down.size(0) == hidden.size(2), "cutlass_2gemm: w_down must be (d, rank)");
-    TORCH_CHECK(w_up_k.dim() == 2 && w_up_v.dim() == 2 && w_up_k.sizes() == w_up_v.sizes(),
-                "cutlass_2gemm: w_up_k and w_up_v must both be (rank, N)");
-    TORCH_CHECK(w_up_k.size(0) == w_down.size(1), "cutlass_2gemm: w_up_k.size(0) must equal rank = w_down.size(1)");
-    TORCH_CHECK(kv_heads > 0 && w_up_k.size(1) % kv_heads == 0,
-                "cutlass_2gemm: kv_heads must be positive and divide N = w_up_k.size(1)");
-}
-
 }  // namespace
 
 torch::Tensor forward(torch::Tensor hidden, torch::Tensor w_down, torch::Tensor w_up_k, torch::Tensor w_up_v,
                       int64_t kv_heads) {
-    check_inputs(hidden, w_down, w_up_k, w_up_v, kv_heads);
-    const int64_t b = hidden.size(0), s = hidden.size(1), D = hidden.size(2);
-    const int64_t R = w_down.size(1), N = w_up_k.size(1), M = b * s;
+    const kv::Problem p = kv::check_inputs(hidden, w_down, w_up_k, w_up_v, kv_heads);
+    TORCH_CHECK(hidden.scalar_type() == at::kBFloat16 || hidden.scalar_type() == at::kHalf,
+                "cutlass_2gemm: bfloat16 and float16 only");
+    const int64_t M = p.M, D = p.D, R = p.R, N = p.N;
     c10::cuda::CUDAGuard guard(hidden.device());
     const Device dev = hopper_device(hidden.get_device());
-    auto out = torch::empty({b, s, 2, kv_heads, N / kv_heads}, hidden.options());
+    auto out = kv::make_output(hidden, p);
     if (M == 0 || N == 0) return out;
     if (D == 0 || R == 0) return out.zero_();
 
-    const bool tma_ok = D % 8 == 0 && R % 8 == 0 && N % 8 == 0 && M <= INT_MAX && D <= INT_MAX && R <= INT_MAX &&
-                        N <= INT_MAX && aligned16(hidden.data_ptr()) && aligned16(w_down.data_ptr()) &&
-                        aligned16(w_up_k.data_ptr()) && aligned16(w_up_v.data_ptr()) && aligned16(out.data_ptr());
+    // TMA: every row stride and base 16-byte aligned (sizes checked to fit in int32 above).
+    const bool tma_ok = D % 8 == 0 && R % 8 == 0 && N % 8 == 0 && kv::aligned16(hidden.data_ptr()) &&
+                        kv::aligned16(w_down.data_ptr()) && kv::aligned16(w_up_k.data_ptr()) &&
+                        kv::aligned16(w_up_v.data_ptr()) && kv::aligned16(out.data_ptr());
     if (!tma_ok) {
         forward_torch(hidden, w_down, w_up_k, w_up_v, out, M, D, N);
     } else if (hidden.scalar_type() == at::kBFloat16) {

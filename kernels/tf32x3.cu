@@ -30,15 +30,9 @@
  *   math mode restored.
  */
 
-#include <torch/extension.h>
-#include <ATen/cuda/CUDAContext.h>
-#include <c10/cuda/CUDAException.h>
-#include <c10/cuda/CUDAGuard.h>
-#include <cublas_v2.h>
-#include <cuda_runtime.h>
+#include "kv_common.cuh"
+
 #include <algorithm>
-#include <climits>
-#include <cstdint>
 
 namespace {
 
@@ -140,7 +134,7 @@ void split_rows(const float* src, int64_t part_stride, int parts, int64_t rows, 
                 float* dst, cudaStream_t stream) {
     const int64_t padded_k = L.slices * L.ks;
     const int64_t total = rows * (padded_k / 4);
-    const int sms = at::cuda::getCurrentDeviceProperties()->multiProcessorCount;
+    const int sms = kv::dev_info(c10::cuda::current_device()).sms;
     const int64_t blocks = std::max<int64_t>(1, std::min<int64_t>((total + 255) / 256, int64_t(sms) * 16));
     const bool vec = L.k % 4 == 0 && ld % 4 == 0 && part_stride % 4 == 0 &&
                      (reinterpret_cast<uintptr_t>(src) & 15) == 0;
@@ -160,16 +154,6 @@ void split_cols(const float* src0, const float* src1, int sources, int64_t cols,
     split_cols_kernel<<<grid, dim3(32, 8), 0, stream>>>(src0, src1, L.k, cols, L.ks, padded_k, dst);
     C10_CUDA_KERNEL_LAUNCH_CHECK();
 }
-
-struct MathModeGuard {
-    cublasHandle_t handle;
-    cublasMath_t saved;
-    MathModeGuard(cublasHandle_t h, cublasMath_t mode) : handle(h) {
-        TORCH_CHECK(cublasGetMathMode(h, &saved) == CUBLAS_STATUS_SUCCESS, "tf32x3: cublasGetMathMode failed");
-        TORCH_CHECK(cublasSetMathMode(h, mode) == CUBLAS_STATUS_SUCCESS, "tf32x3: cublasSetMathMode failed");
-    }
-    ~MathModeGuard() { cublasSetMathMode(handle, saved); }
-};
 
 // Row-major C(m, n) (row stride ldc) = sum over `batch` slices of A'_s(m, kk) @ B'_s(n, kk)^T, both operands
 // K-major with row stride ld and slice stride `slice` elements; C_s `c_stride` apart. TF32 tensor cores.
@@ -202,48 +186,27 @@ bool use_tensor_cores(int64_t M, int64_t D, int64_t R, int64_t N, int64_t slices
     return split_s < simt_s;
 }
 
-void check_inputs(const torch::Tensor& hidden, const torch::Tensor& w_down, const torch::Tensor& w_up_k,
-                  const torch::Tensor& w_up_v, int64_t kv_heads) {
-    TORCH_CHECK(hidden.is_cuda() && w_down.is_cuda() && w_up_k.is_cuda() && w_up_v.is_cuda(),
-                "tf32x3: all inputs must be CUDA tensors");
-    TORCH_CHECK(hidden.get_device() == w_down.get_device() && hidden.get_device() == w_up_k.get_device() &&
-                    hidden.get_device() == w_up_v.get_device(),
-                "tf32x3: all inputs must be on the same device");
-    TORCH_CHECK(hidden.is_contiguous() && w_down.is_contiguous() && w_up_k.is_contiguous() && w_up_v.is_contiguous(),
-                "tf32x3: all inputs must be contiguous");
-    TORCH_CHECK(hidden.scalar_type() == at::kFloat && w_down.scalar_type() == at::kFloat &&
-                    w_up_k.scalar_type() == at::kFloat && w_up_v.scalar_type() == at::kFloat,
-                "tf32x3: all inputs must be float32");
-    TORCH_CHECK(hidden.dim() == 3, "tf32x3: hidden must be 3-D (b, s, d)");
-    TORCH_CHECK(w_down.dim() == 2 && w_down.size(0) == hidden.size(2), "tf32x3: w_down must be (d, rank)");
-    TORCH_CHECK(w_up_k.dim() == 2 && w_up_v.dim() == 2 && w_up_k.sizes() == w_up_v.sizes(),
-                "tf32x3: w_up_k and w_up_v must both be (rank, N)");
-    TORCH_CHECK(w_up_k.size(0) == w_down.size(1), "tf32x3: w_up_k.size(0) must equal rank = w_down.size(1)");
-    TORCH_CHECK(kv_heads > 0 && w_up_k.size(1) % kv_heads == 0,
-                "tf32x3: kv_heads must be positive and divide N = w_up_k.size(1)");
-}
-
 }  // namespace
 
 torch::Tensor forward(torch::Tensor hidden, torch::Tensor w_down, torch::Tensor w_up_k, torch::Tensor w_up_v,
                       int64_t kv_heads) {
-    check_inputs(hidden, w_down, w_up_k, w_up_v, kv_heads);
-    const int64_t b = hidden.size(0), s = hidden.size(1), D = hidden.size(2);
-    const int64_t R = w_down.size(1), N = w_up_k.size(1), M = b * s;
+    const kv::Problem p = kv::check_inputs(hidden, w_down, w_up_k, w_up_v, kv_heads);
+    TORCH_CHECK(hidden.scalar_type() == at::kFloat, "tf32x3: float32 only");
+    const int64_t M = p.M, D = p.D, R = p.R, N = p.N;
     const SliceLayout L1 = slice_layout(D), L2 = slice_layout(R);
-    TORCH_CHECK(M <= INT_MAX && 2 * N <= INT_MAX && L1.width() <= INT_MAX && L2.width() <= INT_MAX &&
-                    (L1.slices * L1.ks + 31) / 32 <= 65535 && (L2.slices * L2.ks + 31) / 32 <= 65535,
-                "tf32x3: sizes exceed the int32 / grid limits of this implementation");
+    TORCH_CHECK(L1.width() <= INT_MAX && L2.width() <= INT_MAX && (L1.slices * L1.ks + 31) / 32 <= 65535 &&
+                    (L2.slices * L2.ks + 31) / 32 <= 65535,
+                "tf32x3: d or rank exceeds the int32 / grid limits of the split buffers");
 
     c10::cuda::CUDAGuard guard(hidden.device());
-    auto out = torch::empty({b, s, 2, kv_heads, N / kv_heads}, hidden.options());
+    auto out = kv::make_output(hidden, p);
     if (M == 0 || N == 0) return out;
     if (D == 0 || R == 0) return out.zero_();
 
     cudaStream_t stream = at::cuda::getCurrentCUDAStream();
     cublasHandle_t handle = at::cuda::getCurrentCUDABlasHandle();
     TORCH_CHECK(cublasSetStream(handle, stream) == CUBLAS_STATUS_SUCCESS, "tf32x3: cublasSetStream failed");
-    MathModeGuard math(handle, CUBLAS_DEFAULT_MATH);  // SGEMM without TF32; the TF32 GEMMs ask for it by compute type
+    kv::MathModeGuard math(handle, CUBLAS_DEFAULT_MATH);  // SGEMM without TF32; the TF32 GEMMs ask by compute type
     float* out_p = out.data_ptr<float>();
 
     if (!use_tensor_cores(M, D, R, N, L1.slices)) {

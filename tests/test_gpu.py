@@ -34,16 +34,13 @@ TC_SHAPES = [preset("deepseek-v3", t) for t in (64, 512, 4096)] + [preset("minic
     ) for s in parse_shapes(spec)]
 KERNEL_NAMES = [p.stem for p in discover.discover(REPO / "kernels")]
 KERNEL_DTYPES = {p.stem: discover.load_variant(p).dtypes for p in discover.discover(REPO / "kernels")}
-# Shapes that take each dispatch path of the tensor-core variants (see their block comments).
+# Dispatch paths of cutlass_2gemm and tf32x3 (see their block comments) that the shapes above do not take.
+# cutlass_2gemm's others: DeepSeek-V3 at 1/64/512/4096 tokens in TC_SHAPES (stream-K latent with 1, 4, 16, 128
+# tiles; 64-row and 2x1-cluster up tiles), odd strides in SMALL (cuBLAS through torch).
 TENSOR_CORE_SHAPES = {
     "cutlass_2gemm": [
-        "b=1,s=64,d=7168,rank=512,heads=128,head_dim=128",    # decode: stream-K latent (4 tiles), 64-row up tiles
-        "b=1,s=512,d=7168,rank=512,heads=128,head_dim=128",   # stream-K latent (16 tiles), 2x1-cluster up tiles
-        "b=1,s=4096,d=7168,rank=512,heads=128,head_dim=128",  # prefill
-        "b=1,s=1,d=7168,rank=512,heads=128,head_dim=128",     # one token
         "b=3,s=43,d=136,rank=24,heads=3,head_dim=8",          # M = 129: first size past the 64-row up tiles
         "b=7,s=129,d=520,rank=72,heads=6,head_dim=40",        # partial tiles in M, N and K
-        "b=3,s=37,d=129,rank=33,heads=3,head_dim=24",         # no TMA (odd strides): cuBLAS through torch
     ],
     "tf32x3": [
         "b=2,s=2048,d=6001,rank=1099,heads=2,head_dim=13",    # tensor cores: odd K (scalar split), 2 rank slices
