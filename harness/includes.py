@@ -65,8 +65,8 @@ def _cutlass_at(root: Path, found_by: str) -> HeaderLibrary:
     missing = [str(p) for p in (version_h, dirs[1]) if not p.exists()]
     if missing:
         raise HeaderLibraryMissing(f"CUTLASS headers from {found_by} are incomplete: {' and '.join(missing)} "
-                                   f"missing; reinstall with `{CUTLASS_INSTALL}` or point {CUTLASS_ENV} at a "
-                                   f"folder holding include/ and tools/util/include/")
+                                   f"missing; {CUTLASS_ENV} must name a folder holding include/ and "
+                                   f"tools/util/include/, or, unset, the headers come from `{CUTLASS_INSTALL}`")
     return HeaderLibrary("cutlass", cutlass_version(version_h.read_text()), tuple(str(d) for d in dirs), found_by)
 
 
