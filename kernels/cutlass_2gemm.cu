@@ -12,11 +12,12 @@
  * Kernels (3 per dtype; every CTA is persistent, one warpgroup producer issuing TMA loads into a smem
  * pipeline whose depth the builder fills to the smem left after the epilogue, consumer warpgroups on wgmma):
  *   G1        cooperative (2 consumer warpgroups share a 128x128x64 tile, 64 rows each), cluster 1x1,
- *             stream-K scheduler with its heuristic decomposition: data-parallel when the output tiles
- *             fill the SMs; otherwise the K loop (d / 64 = 112 k-tiles at DeepSeek) is spread over all SMs
- *             and the partial tiles are reduced in a workspace (from torch's allocator). At M = 4096 the
- *             latent has only 32 x 4 = 128 tiles (< 132 SMs) and at M = 64 only 4: without stream-K,
- *             4 SMs would stream all of w_down.
+ *             stream-K scheduler with its heuristic decomposition: full waves of output tiles run
+ *             data-parallel, the tiles of a last partial wave (or all of them, when there are fewer tiles
+ *             than SMs) have their K loop (d / 64 = 112 k-tiles at DeepSeek) spread over the SMs, partial
+ *             tiles reduced through a workspace (from torch's allocator). At M = 4096 the latent has only
+ *             32 x 4 = 128 tiles (< 132 SMs) and at M = 64 only 4: without stream-K, 4 SMs would stream
+ *             all of w_down.
  *   G2 large  M > 128: ping-pong (2 consumer warpgroups on alternate 128x128x64 tiles: one runs its
  *             mainloop while the other stores its previous tile; with K = rank = 512 a tile has only
  *             8 k-tiles, so a cooperative kernel would leave the epilogue exposed on every tile),
