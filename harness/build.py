@@ -15,7 +15,8 @@ from pathlib import Path
 
 import torch
 
-from harness.errors import ToolchainError
+from harness import includes as header_libs
+from harness.errors import HeaderLibraryMissing, ToolchainError
 
 log = logging.getLogger(__name__)
 
@@ -36,6 +37,7 @@ class ExtensionSource:
     nvcc_flags: tuple[str, ...] = ()
     ldflags: tuple[str, ...] = ()
     include_dirs: tuple[str, ...] = ()  # the variant's own folder: headers it shares with its neighbours
+    header_libraries: tuple[str, ...] = ()  # `// includes:` names, resolved on the building machine
 
 
 HEADER_SUFFIXES = (".h", ".hpp", ".cuh")
@@ -140,10 +142,12 @@ def resolve_ldflags(flags: tuple[str, ...], lib_dirs: list[Path]) -> list[str]:
     return out
 
 
-def build_key(src: ExtensionSource, archs: tuple[str, ...]) -> str:
+def build_key(src: ExtensionSource, archs: tuple[str, ...],
+              libraries: tuple[header_libs.HeaderLibrary, ...] = ()) -> str:
     h = hashlib.sha256()
+    library_parts = [part for lib in libraries for part in lib.key_parts()]  # version + folders, not 27 MB
     for part in (TEMPLATE_VERSION, torch.__version__, sys.version, src.cuda_source, src.declarations,
-                 *src.functions, *BASE_NVCC_FLAGS, *src.nvcc_flags, *src.ldflags, *archs):
+                 *src.functions, *BASE_NVCC_FLAGS, *src.nvcc_flags, *src.ldflags, *archs, *library_parts):
         h.update(part.encode())
         h.update(b"\0")
     for folder in src.include_dirs:  # an edited shared header is a new build too
@@ -164,7 +168,11 @@ def build_one(src: ExtensionSource, cache_root: Path = DEFAULT_CACHE) -> BuildRe
     from torch.utils.cpp_extension import load_inline
 
     archs = arch_flags()
-    module_name = f"{src.name}_{build_key(src, archs)}"
+    try:
+        libraries = tuple(header_libs.resolve(name) for name in src.header_libraries)
+    except HeaderLibraryMissing as exc:
+        return BuildResult(src.name, ok=False, message=str(exc))
+    module_name = f"{src.name}_{build_key(src, archs, libraries)}"
     build_dir = Path(cache_root) / module_name
     cached = any(build_dir.glob(f"{module_name}*.so"))
     build_dir.mkdir(parents=True, exist_ok=True)
@@ -175,12 +183,15 @@ def build_one(src: ExtensionSource, cache_root: Path = DEFAULT_CACHE) -> BuildRe
     ldflags += resolve_ldflags(src.ldflags, lib_dirs)
     start = time.perf_counter()
     log_path = build_dir / "build.log"
+    library_dirs = [d for lib in libraries for d in lib.include_dirs]
+    for lib in libraries:
+        log.debug("%s: %s %s from %s", src.name, lib.name, lib.version, lib.found_by)
     try:
         module = load_inline(
             name=module_name, cpp_sources="#include <torch/extension.h>\n" + src.declarations,
             cuda_sources=src.cuda_source, functions=list(src.functions),
             extra_cflags=["-O2"], extra_cuda_cflags=[*BASE_NVCC_FLAGS, *archs, *src.nvcc_flags],
-            extra_ldflags=ldflags, extra_include_paths=[*src.include_dirs, *(str(p) for p in includes)],
+            extra_ldflags=ldflags, extra_include_paths=[*src.include_dirs, *library_dirs, *(str(p) for p in includes)],
             build_directory=str(build_dir), verbose=False)
     except Exception as exc:  # compile, link and import errors all end here
         text = str(exc)

@@ -7,10 +7,11 @@ import shlex
 from pathlib import Path
 
 from harness.errors import HeaderError, UsageError
+from harness.includes import KNOWN_LIBRARIES
 from harness.records import ALWAYS_RUN, BUILTIN_ROWS
 from harness.shapes import DTYPE_NAMES
 
-HEADER_KEYS = ("summary", "dtypes", "nvcc-flags", "ldflags")
+HEADER_KEYS = ("summary", "dtypes", "nvcc-flags", "ldflags", "includes")
 RESERVED = BUILTIN_ROWS  # rows of every table, not files
 _HEADER_LINE = re.compile(r"//\s*([A-Za-z][\w-]*)\s*:\s*(.*?)\s*")
 _NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
@@ -26,6 +27,7 @@ class VariantSpec:
     dtypes: tuple[str, ...] = ("float32",)
     nvcc_flags: tuple[str, ...] = ()
     ldflags: tuple[str, ...] = ()
+    includes: tuple[str, ...] = ()  # header libraries (harness/includes.py resolves them at build time)
 
 
 def parse_header(path: Path, source: str) -> dict:
@@ -57,6 +59,12 @@ def _parse_value(key: str, value: str, where: str):
         if unknown or not names:
             raise HeaderError(f"{where}: dtypes '{value}' must be a comma list of {', '.join(DTYPE_NAMES)}")
         return names
+    if key == "includes":
+        names = tuple(n.strip() for n in value.split(",") if n.strip())
+        unknown = [n for n in names if n not in KNOWN_LIBRARIES]
+        if unknown or not names:
+            raise HeaderError(f"{where}: includes '{value}' must be a comma list of {', '.join(KNOWN_LIBRARIES)}")
+        return names
     try:
         return tuple(shlex.split(value))
     except ValueError as exc:
@@ -73,7 +81,7 @@ def load_variant(path: Path) -> VariantSpec:
     fields = parse_header(path, source)
     return VariantSpec(name=name, path=path, source=source, summary=fields.get("summary", ""),
                        dtypes=fields.get("dtypes", ("float32",)), nvcc_flags=fields.get("nvcc-flags", ()),
-                       ldflags=fields.get("ldflags", ()))
+                       ldflags=fields.get("ldflags", ()), includes=fields.get("includes", ()))
 
 
 def discover(kernels_dir: Path) -> list[Path]:

@@ -23,3 +23,8 @@ class MergeRefused(UsageError):
 
 class ToolchainError(Exception):
     """nvcc or a CUDA build of torch is missing: the harness cannot build anything."""
+
+
+class HeaderLibraryMissing(Exception):
+    """A header library a variant includes (`// includes: cutlass`) is not on this machine: that
+    variant's rows are build-failed with the message, which says how to install it."""

@@ -52,7 +52,7 @@ def timing_extension() -> build.ExtensionSource:
 
 def variant_extension(spec: discover.VariantSpec) -> build.ExtensionSource:
     return build.ExtensionSource(spec.name, spec.source, build.FORWARD_DECL + "\n", ("forward",),
-                                 spec.nvcc_flags, spec.ldflags, (str(spec.path.parent.resolve()),))
+                                 spec.nvcc_flags, spec.ldflags, (str(spec.path.parent.resolve()),), spec.includes)
 
 
 def plan(paths: list[Path], tasks: list[Task], cache_root: Path = build.DEFAULT_CACHE,
@@ -73,7 +73,7 @@ def plan(paths: list[Path], tasks: list[Task], cache_root: Path = build.DEFAULT_
     for spec in specs:
         result = built[spec.name]
         if not result.ok:
-            message = f"{spec.path}: {result.message} (full log: {result.log_path})"
+            message = f"{spec.path}: {result.message}" + (f" (full log: {result.log_path})" if result.log_path else "")
             rows += [Row(spec.name, Kind.KERNEL, t.shape, t.dtype, Status.BUILD_FAILED, message) for t in tasks]
             continue
         targets.append(Target(spec.name, Kind.KERNEL, spec.dtypes, result.so_path, result.module_name))

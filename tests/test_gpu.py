@@ -38,6 +38,20 @@ TC_SHAPES = [preset("deepseek-v3", t) for t in (64, 512, 4096)] + [preset("minic
         "b=1,s=70,d=256,rank=64,heads=3,head_dim=40",      # N % 256 != 0: declined, SIMT path
     ) for s in parse_shapes(spec)]
 KERNEL_NAMES = [p.stem for p in discover.discover(REPO / "kernels")]
+KERNEL_DTYPES = {p.stem: discover.load_variant(p).dtypes for p in discover.discover(REPO / "kernels")}
+# Dispatch paths of cutlass_2gemm and tf32x3 (see their block comments) that the shapes above do not take.
+# cutlass_2gemm's others: DeepSeek-V3 at 1/64/512/4096 tokens in TC_SHAPES (stream-K latent with 1, 4, 16, 128
+# tiles; 64-row and 2x1-cluster up tiles), odd strides in SMALL (cuBLAS through torch).
+TENSOR_CORE_SHAPES = {
+    "cutlass_2gemm": [
+        "b=3,s=43,d=136,rank=24,heads=3,head_dim=8",          # M = 129: first size past the 64-row up tiles
+        "b=7,s=129,d=520,rank=72,heads=6,head_dim=40",        # partial tiles in M, N and K
+    ],
+    "tf32x3": [
+        "b=2,s=2048,d=6001,rank=1099,heads=2,head_dim=13",    # tensor cores: odd K (scalar split), 2 rank slices
+        "b=1,s=64,d=7168,rank=512,heads=128,head_dim=128",    # decode: SGEMM path
+    ],
+}
 
 
 @pytest.fixture(scope="session")
@@ -60,15 +74,54 @@ def rows(plan):
 @pytest.mark.parametrize("name", KERNEL_NAMES)
 def test_variant_correct_everywhere(rows, name):
     mine = [r for r in rows if r.variant == name and r.status != "unsupported"]
-    assert any(r.dtype == "float32" for r in mine)
+    assert mine, f"{name}: no row checked"
     bad = [f"{r.shape.label()} {r.dtype}: {r.status} {r.message}" for r in mine if r.status != Status.OK]
     assert not bad, "\n".join(bad)
 
 
 def test_float32_covers_every_shape(rows):
-    for name in KERNEL_NAMES:
+    for name in (n for n in KERNEL_NAMES if "float32" in KERNEL_DTYPES[n]):
         covered = {r.shape for r in rows if r.variant == name and r.dtype == "float32"}
         assert covered == set(SHAPES), name
+
+
+@pytest.mark.parametrize("name", sorted(TENSOR_CORE_SHAPES))
+def test_tensor_core_variant_correct_on_each_dispatch_path(plan, name):
+    target = next(t for t in plan.targets if t.name == name)
+    settings = Settings(time=False, timing_so=plan.targets[0].so_path, timing_module=plan.targets[0].module_name)
+    shapes = [s for spec in TENSOR_CORE_SHAPES[name] for s in parse_shapes(spec)]
+    tasks = [Task(s, d) for s in shapes for d in target.dtypes]
+    got = []
+    runner.run_target(target, tasks, settings, got.append, row_timeout_s=300)
+    assert len(got) == len(tasks)
+    bad = [f"{r.shape.label()} {r.dtype}: {r.status} {r.message}" for r in got if r.status != Status.OK]
+    assert not bad, "\n".join(bad)
+
+
+@pytest.mark.parametrize("dtype", ["bfloat16", "float16"])
+def test_cutlass_2gemm_misaligned_inputs_fall_back(plan, dtype):
+    """Contiguous views one element into their storage: TMA cannot take them; the result must still be right."""
+    import torch
+    from harness import baselines
+    from harness.check import TOLERANCES, error_stats
+    from harness.problem import DTYPES, make_inputs, reference_float64
+
+    target = next(t for t in plan.targets if t.name == "cutlass_2gemm")
+    module = baselines.import_extension(target.so_path, target.module_name)
+    (shape,) = parse_shapes("b=2,s=100,d=256,rank=64,heads=4,head_dim=32")
+    inputs = make_inputs(shape, DTYPES[dtype], seed=5)
+
+    def misaligned(t):
+        storage = torch.empty(t.numel() + 1, dtype=t.dtype, device=t.device)
+        view = storage[1:].view(t.shape)
+        view.copy_(t)
+        return view
+
+    args = [misaligned(t) for t in inputs.tensors()]
+    assert all(a.is_contiguous() and a.data_ptr() % 16 != 0 for a in args)
+    out = module.forward(*args, shape.heads)
+    stats = error_stats(out, reference_float64(shape, inputs))
+    assert stats.within(TOLERANCES[dtype]), stats
 
 
 def test_empty_kernel_gpu_time_is_device_time_not_launch_cost(plan):
