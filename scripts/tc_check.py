@@ -11,7 +11,8 @@ import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from harness import baselines, build, discover, runner  # noqa: E402
-from harness.problem import DTYPES, KVDecompress, make_inputs, parse_shapes, preset  # noqa: E402
+from harness.problem import DTYPES, KVDecompress, make_inputs  # noqa: E402
+from harness.shapes import parse_shapes, preset  # noqa: E402
 
 def cold_us(fn, reps=20):
     """Median device time of fn() after reading a 2x-L2 buffer; a spin kernel holds the stream while the host
