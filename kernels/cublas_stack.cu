@@ -12,16 +12,8 @@
  *   the k|v boundary. Scalar path otherwise: the same 4 elements one by one, each with its own row/column.
  */
 
-#include <torch/extension.h>
-#include <ATen/cuda/CUDAContext.h>
-#include <c10/cuda/CUDAException.h>
-#include <c10/cuda/CUDAGuard.h>
-#include <cublas_v2.h>
-#include <cuda_runtime.h>
-#include <cuda_bf16.h>
-#include <cuda_fp16.h>
-#include <cstdint>
-#include <climits>
+#include "kv_common.cuh"
+
 #include <algorithm>
 
 namespace {
@@ -63,16 +55,6 @@ stack_kv_kernel(const T* __restrict__ k, const T* __restrict__ v, T* __restrict_
     }
 }
 
-struct MathModeGuard {
-    cublasHandle_t h;
-    cublasMath_t saved;
-    explicit MathModeGuard(cublasHandle_t handle, cublasMath_t mode) : h(handle) {
-        TORCH_CHECK(cublasGetMathMode(h, &saved) == CUBLAS_STATUS_SUCCESS, "cublas_stack: cublasGetMathMode failed");
-        TORCH_CHECK(cublasSetMathMode(h, mode) == CUBLAS_STATUS_SUCCESS, "cublas_stack: cublasSetMathMode failed");
-    }
-    ~MathModeGuard() { cublasSetMathMode(h, saved); }
-};
-
 // Row-major C(m, n) = A(m, kk) @ B(kk, n), all contiguous, dtype dt, fp32 compute.
 void gemm_rm(cublasHandle_t handle, at::ScalarType dt, int m, int n, int kk, const void* A, const void* B, void* C) {
     const float one = 1.f, zero = 0.f;
@@ -85,8 +67,7 @@ void gemm_rm(cublasHandle_t handle, at::ScalarType dt, int m, int n, int kk, con
         st = cublasGemmEx(handle, CUBLAS_OP_N, CUBLAS_OP_N, n, m, kk, &one, B, ty, n, A, ty, kk, &zero, C, ty, n,
                           CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT);
     }
-    TORCH_CHECK(st == CUBLAS_STATUS_SUCCESS, "cublas_stack: cuBLAS GEMM (", m, " x ", n, " x ", kk,
-                ") failed with status ", int(st));
+    TORCH_CHECK(st == CUBLAS_STATUS_SUCCESS, "cublas_stack: cuBLAS GEMM failed");
 }
 
 template <typename T>
@@ -109,36 +90,12 @@ void launch_stack(const torch::Tensor& k, const torch::Tensor& v, torch::Tensor&
 
 torch::Tensor forward(torch::Tensor hidden, torch::Tensor w_down, torch::Tensor w_up_k, torch::Tensor w_up_v,
                       int64_t kv_heads) {
-    TORCH_CHECK(hidden.is_cuda() && w_down.is_cuda() && w_up_k.is_cuda() && w_up_v.is_cuda(),
-                "cublas_stack: all inputs must be CUDA tensors");
-    TORCH_CHECK(hidden.get_device() == w_down.get_device() && hidden.get_device() == w_up_k.get_device() &&
-                    hidden.get_device() == w_up_v.get_device(),
-                "cublas_stack: all inputs must be on the same device");
-    TORCH_CHECK(hidden.is_contiguous() && w_down.is_contiguous() && w_up_k.is_contiguous() && w_up_v.is_contiguous(),
-                "cublas_stack: all inputs must be contiguous");
+    const kv::Problem p = kv::check_inputs(hidden, w_down, w_up_k, w_up_v, kv_heads);
     const auto dt = hidden.scalar_type();
-    TORCH_CHECK(w_down.scalar_type() == dt && w_up_k.scalar_type() == dt && w_up_v.scalar_type() == dt,
-                "cublas_stack: all inputs must have one dtype");
-    TORCH_CHECK(dt == at::kFloat || dt == at::kBFloat16 || dt == at::kHalf,
-                "cublas_stack: dtype must be float32, bfloat16 or float16, got ", dt);
-    TORCH_CHECK(hidden.dim() == 3, "cublas_stack: hidden must be 3-D (b, s, d), got ", hidden.dim(), "-D");
-    TORCH_CHECK(w_down.dim() == 2 && w_down.size(0) == hidden.size(2),
-                "cublas_stack: w_down must be (d, rank) with d = hidden.size(2) = ", hidden.size(2));
-    TORCH_CHECK(w_up_k.dim() == 2 && w_up_v.dim() == 2, "cublas_stack: w_up_k and w_up_v must be 2-D (rank, N)");
-    TORCH_CHECK(w_up_k.sizes() == w_up_v.sizes(), "cublas_stack: w_up_k and w_up_v must have the same shape");
-    TORCH_CHECK(w_up_k.size(0) == w_down.size(1), "cublas_stack: w_up_k.size(0) must equal rank = w_down.size(1)");
-    TORCH_CHECK(kv_heads > 0, "cublas_stack: kv_heads must be positive");
-    TORCH_CHECK(w_up_k.size(1) % kv_heads == 0, "cublas_stack: N = w_up_k.size(1) must be divisible by kv_heads");
-
-    const int64_t b = hidden.size(0), s = hidden.size(1), D = hidden.size(2);
-    const int64_t R = w_down.size(1), N = w_up_k.size(1);
-    const int64_t head_dim = N / kv_heads;
-    const int64_t M = b * s;
-    TORCH_CHECK(M <= INT_MAX && D <= INT_MAX && R <= INT_MAX && N <= INT_MAX,
-                "cublas_stack: cuBLAS sizes must fit in int32 (M = ", M, ", d = ", D, ", rank = ", R, ", N = ", N, ")");
+    const int64_t M = p.M, D = p.D, R = p.R, N = p.N;
 
     c10::cuda::CUDAGuard guard(hidden.device());
-    auto out = torch::empty({b, s, 2, kv_heads, head_dim}, hidden.options());
+    auto out = kv::make_output(hidden, p);
     if (M == 0 || N == 0) return out;
     if (D == 0 || R == 0) return out.zero_();
 
@@ -149,7 +106,7 @@ torch::Tensor forward(torch::Tensor hidden, torch::Tensor w_down, torch::Tensor 
     {
         cublasHandle_t handle = at::cuda::getCurrentCUDABlasHandle();
         TORCH_CHECK(cublasSetStream(handle, stream) == CUBLAS_STATUS_SUCCESS, "cublas_stack: cublasSetStream failed");
-        MathModeGuard mg(handle, CUBLAS_DEFAULT_MATH);  // plain FP32 (no TF32) for float32
+        kv::MathModeGuard mg(handle, CUBLAS_DEFAULT_MATH);  // plain FP32 (no TF32) for float32
         gemm_rm(handle, dt, int(M), int(R), int(D), hidden.data_ptr(), w_down.data_ptr(), latent.data_ptr());
         gemm_rm(handle, dt, int(M), int(N), int(R), latent.data_ptr(), w_up_k.data_ptr(), k.data_ptr());
         gemm_rm(handle, dt, int(M), int(N), int(R), latent.data_ptr(), w_up_v.data_ptr(), v.data_ptr());

@@ -50,71 +50,11 @@
  *     per quarter-warp.
  */
 
-#include <torch/extension.h>
-#include <ATen/cuda/CUDAContext.h>
-#include <c10/cuda/CUDAException.h>
-#include <c10/cuda/CUDAGuard.h>
-#include <cuda_runtime.h>
-#include <cuda_bf16.h>
-#include <cuda_fp16.h>
-#include <cstdint>
-#include <climits>
+#include "kv_common.cuh"
 
 namespace {
 
-// ---------------------------------------------------------------- element helpers
-__device__ __forceinline__ float to_f(float x) { return x; }
-__device__ __forceinline__ float to_f(__nv_bfloat16 x) { return __bfloat162float(x); }
-__device__ __forceinline__ float to_f(__half x) { return __half2float(x); }
-
-template <typename T> __device__ __forceinline__ T from_f(float x);
-template <> __device__ __forceinline__ float from_f<float>(float x) { return x; }
-template <> __device__ __forceinline__ __nv_bfloat16 from_f<__nv_bfloat16>(float x) { return __float2bfloat16_rn(x); }
-template <> __device__ __forceinline__ __half from_f<__half>(float x) { return __float2half_rn(x); }
-
-// 4 consecutive elements -> float4 (p must be 16-byte aligned for float, 8-byte for 2-byte types)
-__device__ __forceinline__ float4 ld4(const float* p) { return *reinterpret_cast<const float4*>(p); }
-__device__ __forceinline__ float4 ld4(const __nv_bfloat16* p) {
-    const uint2 u = *reinterpret_cast<const uint2*>(p);
-    return make_float4(__uint_as_float(u.x << 16), __uint_as_float(u.x & 0xffff0000u),
-                       __uint_as_float(u.y << 16), __uint_as_float(u.y & 0xffff0000u));
-}
-__device__ __forceinline__ float4 ld4(const __half* p) {
-    const uint2 u = *reinterpret_cast<const uint2*>(p);
-    __half2 h0, h1;
-    *reinterpret_cast<uint32_t*>(&h0) = u.x;
-    *reinterpret_cast<uint32_t*>(&h1) = u.y;
-    const float2 a = __half22float2(h0), b = __half22float2(h1);
-    return make_float4(a.x, a.y, b.x, b.y);
-}
-
-__device__ __forceinline__ void st4(float* p, float4 v) { *reinterpret_cast<float4*>(p) = v; }
-__device__ __forceinline__ void st4(__nv_bfloat16* p, float4 v) {
-    __nv_bfloat162 lo = __floats2bfloat162_rn(v.x, v.y), hi = __floats2bfloat162_rn(v.z, v.w);
-    uint2 u;
-    u.x = *reinterpret_cast<uint32_t*>(&lo);
-    u.y = *reinterpret_cast<uint32_t*>(&hi);
-    *reinterpret_cast<uint2*>(p) = u;
-}
-__device__ __forceinline__ void st4(__half* p, float4 v) {
-    __half2 lo = __floats2half2_rn(v.x, v.y), hi = __floats2half2_rn(v.z, v.w);
-    uint2 u;
-    u.x = *reinterpret_cast<uint32_t*>(&lo);
-    u.y = *reinterpret_cast<uint32_t*>(&hi);
-    *reinterpret_cast<uint2*>(p) = u;
-}
-
-// ---------------------------------------------------------------- cp.async helpers
-__device__ __forceinline__ void cp_async16(void* smem, const void* gmem, bool pred) {
-    const unsigned s = static_cast<unsigned>(__cvta_generic_to_shared(smem));
-    const int n = pred ? 16 : 0;  // src-size 0: nothing is read, 16 zero bytes are written
-    asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(s), "l"(gmem), "r"(n) : "memory");
-}
-__device__ __forceinline__ void cp_async_commit() { asm volatile("cp.async.commit_group;\n" ::: "memory"); }
-template <int N>
-__device__ __forceinline__ void cp_async_wait() { asm volatile("cp.async.wait_group %0;\n" ::"n"(N) : "memory"); }
-
-__host__ __device__ constexpr int cdiv(int a, int b) { return (a + b - 1) / b; }
+using namespace kv;
 
 template <typename T, int BM, int BN, int BK, int TM, int TN, int KS, int NT, int STAGES>
 struct FusedCfg {
@@ -631,18 +571,6 @@ struct DirectLauncher {
     }
 };
 
-// Device attributes, read once per device (cudaDeviceGetAttribute per call shows in call latency).
-struct DevInfo { int optin, sms; };
-inline DevInfo dev_info(int dev) {
-    static int optin_c[64] = {0}, sms_c[64] = {0};
-    if (dev >= 0 && dev < 64 && optin_c[dev] > 0) return {optin_c[dev], sms_c[dev]};
-    int optin = 0, sms = 0;
-    C10_CUDA_CHECK(cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, dev));
-    C10_CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev));
-    if (dev >= 0 && dev < 64) { sms_c[dev] = sms; optin_c[dev] = optin; }
-    return {optin, sms};
-}
-
 template <typename T>
 void run_fused(const torch::Tensor& hidden, const torch::Tensor& w_down, const torch::Tensor& w_up_k,
                const torch::Tensor& w_up_v, torch::Tensor& out, int M, int D, int R, int N) {
@@ -664,7 +592,6 @@ void run_fused(const torch::Tensor& hidden, const torch::Tensor& w_down, const t
     T* o = reinterpret_cast<T*>(out.data_ptr());
 
     constexpr int V = 16 / int(sizeof(T));
-    auto aligned16 = [](const void* p) { return (reinterpret_cast<uintptr_t>(p) & 15u) == 0; };
     const bool vec_h = (D % V == 0) && aligned16(h);
     const bool vec_down = (R % V == 0) && aligned16(wd);
     const bool vec_up = (N % V == 0) && aligned16(wk) && aligned16(wv);
@@ -691,9 +618,8 @@ void run_fused(const torch::Tensor& hidden, const torch::Tensor& w_down, const t
     if (large_fits && (many_rows || !small_fits)) {
         Large::launch(h, wd, wk, wv, o, M, D, R, N, vec_h, vec_down, vec_up, vec_out, dev, optin, stream);
     } else {
-        TORCH_CHECK(small_fits, "fused_tiled: rank ", R, " needs ", Small::smem(R),
-                    " bytes of shared memory per block (latent tile + operand ring), above this device's "
-                    "opt-in limit cudaDevAttrMaxSharedMemoryPerBlockOptin = ", optin, " bytes");
+        TORCH_CHECK(small_fits, "fused_tiled: rank needs more shared memory per block (latent tile + operand ring) "
+                    "than this device's opt-in limit cudaDevAttrMaxSharedMemoryPerBlockOptin");
         Small::launch(h, wd, wk, wv, o, M, D, R, N, vec_h, vec_down, vec_up, vec_out, dev, optin, stream);
     }
 }
@@ -702,49 +628,19 @@ void run_fused(const torch::Tensor& hidden, const torch::Tensor& w_down, const t
 
 torch::Tensor forward(torch::Tensor hidden, torch::Tensor w_down, torch::Tensor w_up_k, torch::Tensor w_up_v,
                       int64_t kv_heads) {
-    TORCH_CHECK(hidden.is_cuda() && w_down.is_cuda() && w_up_k.is_cuda() && w_up_v.is_cuda(),
-                "fused_tiled: all inputs must be CUDA tensors");
-    TORCH_CHECK(hidden.get_device() == w_down.get_device() && hidden.get_device() == w_up_k.get_device() &&
-                    hidden.get_device() == w_up_v.get_device(),
-                "fused_tiled: all inputs must be on the same device");
-    TORCH_CHECK(hidden.is_contiguous() && w_down.is_contiguous() && w_up_k.is_contiguous() && w_up_v.is_contiguous(),
-                "fused_tiled: all inputs must be contiguous");
+    const kv::Problem p = kv::check_inputs(hidden, w_down, w_up_k, w_up_v, kv_heads);
     const auto dt = hidden.scalar_type();
-    TORCH_CHECK(w_down.scalar_type() == dt && w_up_k.scalar_type() == dt && w_up_v.scalar_type() == dt,
-                "fused_tiled: all inputs must have one dtype");
-    TORCH_CHECK(dt == at::kFloat || dt == at::kBFloat16 || dt == at::kHalf,
-                "fused_tiled: dtype must be float32, bfloat16 or float16, got ", dt);
-    TORCH_CHECK(hidden.dim() == 3, "fused_tiled: hidden must be 3-D (b, s, d), got ", hidden.dim(), "-D");
-    TORCH_CHECK(w_down.dim() == 2 && w_down.size(0) == hidden.size(2),
-                "fused_tiled: w_down must be (d, rank) with d = hidden.size(2) = ", hidden.size(2));
-    TORCH_CHECK(w_up_k.dim() == 2 && w_up_v.dim() == 2, "fused_tiled: w_up_k and w_up_v must be 2-D (rank, N)");
-    TORCH_CHECK(w_up_k.sizes() == w_up_v.sizes(), "fused_tiled: w_up_k and w_up_v must have the same shape");
-    TORCH_CHECK(w_up_k.size(0) == w_down.size(1), "fused_tiled: w_up_k.size(0) must equal rank = w_down.size(1)");
-    TORCH_CHECK(kv_heads > 0, "fused_tiled: kv_heads must be positive");
-    TORCH_CHECK(w_up_k.size(1) % kv_heads == 0, "fused_tiled: N = w_up_k.size(1) must be divisible by kv_heads");
-
-    const int64_t b = hidden.size(0), s = hidden.size(1), D = hidden.size(2);
-    const int64_t R = w_down.size(1), N = w_up_k.size(1);
-    const int64_t head_dim = N / kv_heads;
-    const int64_t M = b * s;
-    TORCH_CHECK(M <= INT_MAX && D <= INT_MAX && R <= INT_MAX && 2 * N <= INT_MAX,
-                "fused_tiled: sizes must fit in int32 (M = ", M, ", d = ", D, ", rank = ", R, ", 2N = ", 2 * N, ")");
+    const int M = int(p.M), D = int(p.D), R = int(p.R), N = int(p.N);
 
     c10::cuda::CUDAGuard guard(hidden.device());
-    auto out = torch::empty({b, s, 2, kv_heads, head_dim}, hidden.options());
+    auto out = kv::make_output(hidden, p);
     if (M == 0 || N == 0) return out;
     if (D == 0 || R == 0) return out.zero_();
 
     switch (dt) {
-        case at::kFloat:
-            run_fused<float>(hidden, w_down, w_up_k, w_up_v, out, int(M), int(D), int(R), int(N));
-            break;
-        case at::kBFloat16:
-            run_fused<__nv_bfloat16>(hidden, w_down, w_up_k, w_up_v, out, int(M), int(D), int(R), int(N));
-            break;
-        default:
-            run_fused<__half>(hidden, w_down, w_up_k, w_up_v, out, int(M), int(D), int(R), int(N));
-            break;
+        case at::kFloat: run_fused<float>(hidden, w_down, w_up_k, w_up_v, out, M, D, R, N); break;
+        case at::kBFloat16: run_fused<__nv_bfloat16>(hidden, w_down, w_up_k, w_up_v, out, M, D, R, N); break;
+        default: run_fused<__half>(hidden, w_down, w_up_k, w_up_v, out, M, D, R, N); break;
     }
     return out;
 }

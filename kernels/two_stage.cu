@@ -20,70 +20,13 @@
  *                   SMALL BM=32,  BN=64,  BK=16, TM=4, TN=4, 128 threads, 3 stages (when BIG gives < #SMs blocks)
  */
 
-#include <torch/extension.h>
-#include <ATen/cuda/CUDAContext.h>
-#include <c10/cuda/CUDAException.h>
-#include <c10/cuda/CUDAGuard.h>
-#include <cublas_v2.h>
-#include <cuda_runtime.h>
-#include <cuda_bf16.h>
-#include <cuda_fp16.h>
-#include <cstdint>
-#include <climits>
+#include "kv_common.cuh"
+
+#include <type_traits>
 
 namespace {
 
-// ---------------------------------------------------------------- element helpers
-__device__ __forceinline__ float to_f(float x) { return x; }
-__device__ __forceinline__ float to_f(__nv_bfloat16 x) { return __bfloat162float(x); }
-__device__ __forceinline__ float to_f(__half x) { return __half2float(x); }
-
-template <typename T> __device__ __forceinline__ T from_f(float x);
-template <> __device__ __forceinline__ float from_f<float>(float x) { return x; }
-template <> __device__ __forceinline__ __nv_bfloat16 from_f<__nv_bfloat16>(float x) { return __float2bfloat16_rn(x); }
-template <> __device__ __forceinline__ __half from_f<__half>(float x) { return __float2half_rn(x); }
-
-__device__ __forceinline__ float4 ld4(const float* p) { return *reinterpret_cast<const float4*>(p); }
-__device__ __forceinline__ float4 ld4(const __nv_bfloat16* p) {
-    const uint2 u = *reinterpret_cast<const uint2*>(p);
-    return make_float4(__uint_as_float(u.x << 16), __uint_as_float(u.x & 0xffff0000u),
-                       __uint_as_float(u.y << 16), __uint_as_float(u.y & 0xffff0000u));
-}
-__device__ __forceinline__ float4 ld4(const __half* p) {
-    const uint2 u = *reinterpret_cast<const uint2*>(p);
-    __half2 h0, h1;
-    *reinterpret_cast<uint32_t*>(&h0) = u.x;
-    *reinterpret_cast<uint32_t*>(&h1) = u.y;
-    const float2 a = __half22float2(h0), b = __half22float2(h1);
-    return make_float4(a.x, a.y, b.x, b.y);
-}
-
-__device__ __forceinline__ void st4(float* p, float4 v) { *reinterpret_cast<float4*>(p) = v; }
-__device__ __forceinline__ void st4(__nv_bfloat16* p, float4 v) {
-    __nv_bfloat162 lo = __floats2bfloat162_rn(v.x, v.y), hi = __floats2bfloat162_rn(v.z, v.w);
-    uint2 u;
-    u.x = *reinterpret_cast<uint32_t*>(&lo);
-    u.y = *reinterpret_cast<uint32_t*>(&hi);
-    *reinterpret_cast<uint2*>(p) = u;
-}
-__device__ __forceinline__ void st4(__half* p, float4 v) {
-    __half2 lo = __floats2half2_rn(v.x, v.y), hi = __floats2half2_rn(v.z, v.w);
-    uint2 u;
-    u.x = *reinterpret_cast<uint32_t*>(&lo);
-    u.y = *reinterpret_cast<uint32_t*>(&hi);
-    *reinterpret_cast<uint2*>(p) = u;
-}
-
-__device__ __forceinline__ void cp_async16(void* smem, const void* gmem, bool pred) {
-    const unsigned s = static_cast<unsigned>(__cvta_generic_to_shared(smem));
-    const int n = pred ? 16 : 0;  // src-size 0: nothing is read, 16 zero bytes are written
-    asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(s), "l"(gmem), "r"(n) : "memory");
-}
-__device__ __forceinline__ void cp_async_commit() { asm volatile("cp.async.commit_group;\n" ::: "memory"); }
-template <int N>
-__device__ __forceinline__ void cp_async_wait() { asm volatile("cp.async.wait_group %0;\n" ::"n"(N) : "memory"); }
-
-__host__ __device__ constexpr int cdiv(int a, int b) { return (a + b - 1) / b; }
+using namespace kv;
 
 template <typename T, int BM, int BN, int BK, int TM, int TN, int NT, int STAGES>
 struct UpCfg {
@@ -253,29 +196,19 @@ void launch_up(const float* lat, const T* wk, const T* wv, T* out, int M, int R,
                bool vec_out, int dev, int optin, cudaStream_t stream) {
     using C = UpCfg<T, BM, BN, BK, TM, TN, NT, STAGES>;
     auto kern = up_stack_kernel<T, BM, BN, BK, TM, TN, NT, STAGES, KA, MINB>;
-    TORCH_CHECK(C::SMEM <= size_t(optin), "two_stage: stage-two tile needs ", C::SMEM,
-                " bytes of shared memory, above cudaDevAttrMaxSharedMemoryPerBlockOptin = ", optin);
+    TORCH_CHECK(C::SMEM <= size_t(optin),
+                "two_stage: stage-two tile needs more shared memory than cudaDevAttrMaxSharedMemoryPerBlockOptin");
     static int configured[64] = {0};
     if (dev < 0 || dev >= 64 || !configured[dev]) {
         C10_CUDA_CHECK(cudaFuncSetAttribute(kern, cudaFuncAttributeMaxDynamicSharedMemorySize, int(C::SMEM)));
         if (dev >= 0 && dev < 64) configured[dev] = 1;
     }
     const int col_tiles = cdiv(2 * N, BN);
-    TORCH_CHECK(col_tiles <= 65535, "two_stage: 2N = ", 2 * N, " exceeds the grid.y limit (65535 tiles of ", BN, ")");
+    TORCH_CHECK(col_tiles <= 65535, "two_stage: 2N exceeds the grid.y limit (65535 column tiles)");
     dim3 grid(unsigned(cdiv(M, BM)), unsigned(col_tiles));
     kern<<<grid, NT, C::SMEM, stream>>>(lat, wk, wv, out, M, R, N, vec_a, vec_b, vec_out);
     C10_CUDA_KERNEL_LAUNCH_CHECK();
 }
-
-struct MathModeGuard {
-    cublasHandle_t h;
-    cublasMath_t saved;
-    explicit MathModeGuard(cublasHandle_t handle, cublasMath_t mode) : h(handle) {
-        TORCH_CHECK(cublasGetMathMode(h, &saved) == CUBLAS_STATUS_SUCCESS, "two_stage: cublasGetMathMode failed");
-        TORCH_CHECK(cublasSetMathMode(h, mode) == CUBLAS_STATUS_SUCCESS, "two_stage: cublasSetMathMode failed");
-    }
-    ~MathModeGuard() { cublasSetMathMode(h, saved); }
-};
 
 template <typename T>
 void run_two_stage(const torch::Tensor& hidden, const torch::Tensor& w_down, const torch::Tensor& w_up_k,
@@ -287,7 +220,7 @@ void run_two_stage(const torch::Tensor& hidden, const torch::Tensor& w_down, con
     {
         cublasHandle_t handle = at::cuda::getCurrentCUDABlasHandle();
         TORCH_CHECK(cublasSetStream(handle, stream) == CUBLAS_STATUS_SUCCESS, "two_stage: cublasSetStream failed");
-        MathModeGuard mg(handle, CUBLAS_DEFAULT_MATH);  // no TF32 for the float32 path
+        kv::MathModeGuard mg(handle, CUBLAS_DEFAULT_MATH);  // no TF32 for the float32 path
         const float one = 1.f, zero = 0.f;
         cublasStatus_t st;
         if constexpr (std::is_same<T, float>::value) {
@@ -299,7 +232,7 @@ void run_two_stage(const torch::Tensor& hidden, const torch::Tensor& w_down, con
                               hidden.data_ptr(), ty, D, &zero, latent.data_ptr(), CUDA_R_32F, R, CUBLAS_COMPUTE_32F,
                               CUBLAS_GEMM_DEFAULT);
         }
-        TORCH_CHECK(st == CUBLAS_STATUS_SUCCESS, "two_stage: stage-one cuBLAS GEMM failed with status ", int(st));
+        TORCH_CHECK(st == CUBLAS_STATUS_SUCCESS, "two_stage: stage-one cuBLAS GEMM failed");
     }
 
     // ---- stage two
@@ -329,49 +262,19 @@ void run_two_stage(const torch::Tensor& hidden, const torch::Tensor& w_down, con
 
 torch::Tensor forward(torch::Tensor hidden, torch::Tensor w_down, torch::Tensor w_up_k, torch::Tensor w_up_v,
                       int64_t kv_heads) {
-    TORCH_CHECK(hidden.is_cuda() && w_down.is_cuda() && w_up_k.is_cuda() && w_up_v.is_cuda(),
-                "two_stage: all inputs must be CUDA tensors");
-    TORCH_CHECK(hidden.get_device() == w_down.get_device() && hidden.get_device() == w_up_k.get_device() &&
-                    hidden.get_device() == w_up_v.get_device(),
-                "two_stage: all inputs must be on the same device");
-    TORCH_CHECK(hidden.is_contiguous() && w_down.is_contiguous() && w_up_k.is_contiguous() && w_up_v.is_contiguous(),
-                "two_stage: all inputs must be contiguous");
+    const kv::Problem p = kv::check_inputs(hidden, w_down, w_up_k, w_up_v, kv_heads);
     const auto dt = hidden.scalar_type();
-    TORCH_CHECK(w_down.scalar_type() == dt && w_up_k.scalar_type() == dt && w_up_v.scalar_type() == dt,
-                "two_stage: all inputs must have one dtype");
-    TORCH_CHECK(dt == at::kFloat || dt == at::kBFloat16 || dt == at::kHalf,
-                "two_stage: dtype must be float32, bfloat16 or float16, got ", dt);
-    TORCH_CHECK(hidden.dim() == 3, "two_stage: hidden must be 3-D (b, s, d), got ", hidden.dim(), "-D");
-    TORCH_CHECK(w_down.dim() == 2 && w_down.size(0) == hidden.size(2),
-                "two_stage: w_down must be (d, rank) with d = hidden.size(2) = ", hidden.size(2));
-    TORCH_CHECK(w_up_k.dim() == 2 && w_up_v.dim() == 2, "two_stage: w_up_k and w_up_v must be 2-D (rank, N)");
-    TORCH_CHECK(w_up_k.sizes() == w_up_v.sizes(), "two_stage: w_up_k and w_up_v must have the same shape");
-    TORCH_CHECK(w_up_k.size(0) == w_down.size(1), "two_stage: w_up_k.size(0) must equal rank = w_down.size(1)");
-    TORCH_CHECK(kv_heads > 0, "two_stage: kv_heads must be positive");
-    TORCH_CHECK(w_up_k.size(1) % kv_heads == 0, "two_stage: N = w_up_k.size(1) must be divisible by kv_heads");
-
-    const int64_t b = hidden.size(0), s = hidden.size(1), D = hidden.size(2);
-    const int64_t R = w_down.size(1), N = w_up_k.size(1);
-    const int64_t head_dim = N / kv_heads;
-    const int64_t M = b * s;
-    TORCH_CHECK(M <= INT_MAX && D <= INT_MAX && R <= INT_MAX && 2 * N <= INT_MAX,
-                "two_stage: sizes must fit in int32 (M = ", M, ", d = ", D, ", rank = ", R, ", 2N = ", 2 * N, ")");
+    const int M = int(p.M), D = int(p.D), R = int(p.R), N = int(p.N);
 
     c10::cuda::CUDAGuard guard(hidden.device());
-    auto out = torch::empty({b, s, 2, kv_heads, head_dim}, hidden.options());
+    auto out = kv::make_output(hidden, p);
     if (M == 0 || N == 0) return out;
     if (D == 0 || R == 0) return out.zero_();
 
     switch (dt) {
-        case at::kFloat:
-            run_two_stage<float>(hidden, w_down, w_up_k, w_up_v, out, int(M), int(D), int(R), int(N));
-            break;
-        case at::kBFloat16:
-            run_two_stage<__nv_bfloat16>(hidden, w_down, w_up_k, w_up_v, out, int(M), int(D), int(R), int(N));
-            break;
-        default:
-            run_two_stage<__half>(hidden, w_down, w_up_k, w_up_v, out, int(M), int(D), int(R), int(N));
-            break;
+        case at::kFloat: run_two_stage<float>(hidden, w_down, w_up_k, w_up_v, out, M, D, R, N); break;
+        case at::kBFloat16: run_two_stage<__nv_bfloat16>(hidden, w_down, w_up_k, w_up_v, out, M, D, R, N); break;
+        default: run_two_stage<__half>(hidden, w_down, w_up_k, w_up_v, out, M, D, R, N); break;
     }
     return out;
 }
