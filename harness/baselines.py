@@ -4,9 +4,11 @@ from __future__ import annotations
 import importlib.util
 import time
 from collections.abc import Callable
+from pathlib import Path
 
 import torch
 
+from harness import pyvariant
 from harness.problem import Inputs, KVDecompress
 from harness.records import Kind, Target
 from harness.shapes import DTYPE_NAMES, Shape
@@ -38,8 +40,13 @@ def import_extension(so_path: str, module_name: str):
 
 
 def prepare(target: Target, shape: Shape, sample: Inputs) -> tuple[Forward, float | None]:
-    """The callable for one (target, shape), and for torch.compile its compile time in seconds."""
+    """The callable for one (target, shape), and for torch.compile its compile time in seconds (for a Python
+    variant, its first call's: Triton's compile and autotuning)."""
     heads, hd = shape.heads, shape.head_dim
+    if target.kind == Kind.KERNEL and pyvariant.is_python(target.so_path):
+        module = pyvariant.load(Path(target.so_path), target.module_name)
+        forward = (lambda inputs: module.forward(*inputs.tensors(), heads))
+        return forward, pyvariant.first_call(forward, sample)
     if target.kind in (Kind.KERNEL, Kind.FLOOR):
         module = import_extension(target.so_path, target.module_name)
         if target.kind == Kind.FLOOR:

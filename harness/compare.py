@@ -13,6 +13,9 @@ Verdicts, per row and metric ("gpu" time, "call" latency):
   NOISY a side flagged noisy (row or its eager row), or a speedup missing while both
   rows are ok; FAILED ok in baseline, not ok now. A row not ok in both files is SAME,
   with its status as the note. SLOWER and FAILED fail the gate (exit code 1).
+Spills (schema 2 files): a build whose kernels spill to local memory in current and did not in baseline
+is listed in `spills` (a kernel that spilled in both is not); without a resource report in baseline, every
+spilling kernel of current is listed, saying so. Spills are reported, not gated: the timing decides.
 Rendering is in harness/render.py.
 """
 from __future__ import annotations
@@ -23,6 +26,7 @@ from functools import partial
 from typing import Mapping
 
 from harness.errors import CompareRefused
+from harness.resources import short_name
 from harness.resultfile import ResultFile, ResultRow, TimingStats, load_result
 
 
@@ -76,6 +80,7 @@ class Comparison:
     baseline_env: Mapping
     current_env: Mapping
     floor: float = DEFAULT_FLOOR
+    spills: tuple[str, ...] = ()  # builds that newly spill to local memory, a line each
 
     @property
     def exit_code(self) -> int:
@@ -100,7 +105,25 @@ def compare_results(baseline: ResultFile, current: ResultFile, *, floor: float =
     keys = list(base_index) + [key for key in cur_index if key not in base_index]
     rows = tuple(_compare_metric(key, metric, base_index, cur_index, floor)
                  for key in keys if key[0] not in NOT_COMPARED for metric in METRICS)
-    return Comparison(rows, tuple(notes), baseline.env, current.env, floor)
+    return Comparison(rows, tuple(notes), baseline.env, current.env, floor, new_spills(baseline, current))
+
+
+def new_spills(baseline: ResultFile, current: ResultFile) -> tuple[str, ...]:
+    """A line per build of current whose kernels spill where baseline's did not (see the module docstring)."""
+    lines = []
+    for name, entry in sorted(current.resources.items()):
+        before = baseline.resources.get(name)
+        spilled_before = {(k.name, k.arch) for k in before.spilling()} if before else set()
+        new = [k for k in entry.spilling() if (k.name, k.arch) not in spilled_before]
+        if not new:
+            continue
+        what = "; ".join(f"{short_name(k.name)} ({k.arch}): {k.spill_stores} B stores, {k.spill_loads} B loads "
+                         f"per thread" for k in new)
+        why = ("newly spills" if before else
+               "spills (the baseline has no resource report)" if not baseline.resources else
+               "spills (not in the baseline)")
+        lines.append(f"{name} {why}: {what}")
+    return tuple(lines)
 
 
 # --- matching and numbers --------------------------------------------------------------

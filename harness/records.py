@@ -74,7 +74,7 @@ class Target:
     name: str
     kind: Kind
     dtypes: tuple[str, ...]
-    so_path: str = ""
+    so_path: str = ""         # the built extension; a Python variant's .py file
     module_name: str = ""
 
 

@@ -7,6 +7,7 @@ import math
 
 import numpy as np
 
+from harness import axes, breakdown, resources
 from harness.records import CacheMode, Kind, Row, Status, Timing
 from harness.resultfile import SCHEMA
 from harness.roofline import SUSPECT_BELOW, Ceilings, roofline
@@ -64,12 +65,14 @@ def flags(row: Row, roof, cache: CacheMode) -> list[str]:
     return out
 
 
-def row_dict(row: Row, by_key: dict, ceilings: Ceilings | None, cache: CacheMode, build: str | None = None) -> dict:
+def row_dict(row: Row, by_key: dict, ceilings: Ceilings | None, cache: CacheMode, build: str | None = None,
+             kernels: breakdown.Breakdown | None = None) -> dict:
     # The floor row launches an empty kernel: the operation's bytes and FLOPs say nothing about it.
     timed = row.gpu.summary.median if row.gpu and row.kind != Kind.FLOOR else None
     roof = roofline(row.shape, row.dtype, timed, ceilings)
     return {
         "variant": row.variant, "kind": row.kind,
+        "axes": axes.split_row_name(row.variant)[1] or None,  # NAME[BM=64]: {"BM": "64"}
         "build": build,  # <name>_<hash of source, flags, arch, torch>: which code produced the row
         "shape": {"name": row.shape.name, **row.shape.dims()}, "dtype": row.dtype,
         "status": row.status, "message": row.message,
@@ -82,18 +85,22 @@ def row_dict(row: Row, by_key: dict, ceilings: Ceilings | None, cache: CacheMode
         "clocks": dataclasses.asdict(row.clocks) if row.clocks else None,
         "compile_s": _round(row.compile_s, 3),
         "flags": flags(row, roof, cache),
+        "kernels": breakdown.to_dict(kernels) if kernels else None,  # per-kernel breakdown of one call
     }
 
 
 def result_dict(rows: list[Row], env: dict, settings: dict, ceilings: Ceilings | None, complete: bool,
-                builds: dict[str, str] | None = None) -> dict:
+                builds: dict[str, str] | None = None, breakdowns: dict | None = None,
+                variant_resources: dict[str, resources.VariantResources] | None = None) -> dict:
+    """`breakdowns`: (shape, dtype, variant) -> Breakdown; `variant_resources`: variant -> VariantResources."""
     by_key = {r.key(): r for r in rows}
     ordered = sorted(rows, key=_order)
-    builds = builds or {}
+    builds, breakdowns = builds or {}, breakdowns or {}
     return {"schema": SCHEMA, "complete": complete, "env": env, "settings": settings,
             "ceilings": dataclasses.asdict(ceilings) if ceilings else None,
+            "resources": {name: resources.to_dict(entry) for name, entry in sorted((variant_resources or {}).items())},
             "rows": [row_dict(r, by_key, ceilings, CacheMode(settings.get("cache", CacheMode.COLD_READ)),
-                              builds.get(r.variant))
+                              builds.get(r.variant), breakdowns.get(r.key()))
                      for r in ordered]}
 
 

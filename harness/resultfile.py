@@ -4,6 +4,10 @@ Reading validates just enough for the compare gate to trust the file: every erro
 a ResultFileError with one line that names the file and what is wrong with it.
 `load_result` / `parse_result` turn a file into typed rows (ResultFile, ResultRow) for the readers
 (compare, plot, the renderers); older schemas read with defaults for what they lack. No torch here.
+
+Schema 2 adds, all optional for a reader: `resources` (per built variant, its kernels' registers, shared
+memory, spills, max threads, occupancy), and per row `axes` (a tuning-axes combination's values) and `kernels`
+(the per-kernel breakdown of one call). Schema 1 files read with none of them.
 """
 from __future__ import annotations
 
@@ -14,11 +18,13 @@ import tempfile
 from collections.abc import Mapping
 from pathlib import Path
 
+from harness import breakdown, resources
 from harness.errors import ResultFileError
 from harness.records import Status
 from harness.shapes import Shape
 
-SCHEMA = 1
+SCHEMA = 2                 # what this harness writes
+READABLE_SCHEMAS = (1, 2)  # what it reads
 REQUIRED_ROW_KEYS = ("variant", "shape", "dtype", "status")
 
 
@@ -76,10 +82,11 @@ def _validate(path: Path, data) -> None:
     if not isinstance(data, dict):
         raise ResultFileError(f"{path}: not a result file (JSON {type(data).__name__}, expected an object)")
     schema = data.get("schema")
+    readable = " or ".join(str(n) for n in READABLE_SCHEMAS)
     if "schema" not in data:
-        raise ResultFileError(f"{path}: no 'schema' key, this harness reads schema {SCHEMA}")
-    if type(schema) is not int or schema != SCHEMA:  # type check: True == 1 in Python
-        raise ResultFileError(f"{path}: schema {schema!r}, this harness reads schema {SCHEMA}")
+        raise ResultFileError(f"{path}: no 'schema' key, this harness reads schema {readable}")
+    if type(schema) is not int or schema not in READABLE_SCHEMAS:  # type check: True == 1 in Python
+        raise ResultFileError(f"{path}: schema {schema!r}, this harness reads schema {readable}")
     if not isinstance(data.get("env"), dict):
         raise ResultFileError(f"{path}: no 'env' object")
     if not isinstance(data.get("rows"), list):
@@ -140,6 +147,7 @@ class ResultRow:
     x_floor: float | None = None
     compile_s: float | None = None
     flags: tuple[str, ...] = ()
+    kernels: breakdown.Breakdown | None = None  # per-kernel breakdown of one call (schema 2)
 
     @property
     def ok(self) -> bool:
@@ -161,6 +169,7 @@ class ResultFile:
     settings: Mapping
     rows: tuple[ResultRow, ...]
     source: str = ""
+    resources: Mapping[str, resources.VariantResources] = dataclasses.field(default_factory=dict)  # schema 2
 
 
 def load_result(path) -> ResultFile:
@@ -177,8 +186,13 @@ def parse_result(data: dict, source: str = "result") -> ResultFile:
             rows.append(_parse_row(row))
         except (TypeError, ValueError, KeyError, AttributeError) as exc:
             raise ResultFileError(f"{source}: row {index} is malformed ({type(exc).__name__}: {exc})") from None
+    try:
+        built = {str(name): resources.from_dict(entry) for name, entry in (data.get("resources") or {}).items()}
+    except (TypeError, ValueError, KeyError, AttributeError) as exc:
+        raise ResultFileError(f"{source}: 'resources' is malformed ({type(exc).__name__}: {exc})") from None
     return ResultFile(schema=data["schema"], complete=data.get("complete") is not False, env=data["env"],
-                      settings=_settings(data.get("settings") or {}), rows=tuple(rows), source=source)
+                      settings=_settings(data.get("settings") or {}), rows=tuple(rows), source=source,
+                      resources=built)
 
 
 def _settings(settings: Mapping) -> dict:
@@ -218,10 +232,13 @@ def _speedups(entry) -> dict[str, Speedup]:
 
 def _parse_row(row: dict) -> ResultRow:
     error, roof = row.get("error") or {}, row.get("roofline") or {}
+    shape = Shape(**row["shape"])
+    kernels = row.get("kernels")
     return ResultRow(
-        variant=str(row["variant"]), kind=str(row.get("kind") or ""), shape=Shape(**row["shape"]),
+        variant=str(row["variant"]), kind=str(row.get("kind") or ""), shape=shape,
         dtype=str(row["dtype"]), status=str(row["status"]), message=str(row.get("message") or ""),
         build=row.get("build"), max_abs_error=_number(error.get("max_abs")), rel_error=_number(error.get("rel")),
         gpu=_timing(row.get("gpu_us")), call=_timing(row.get("call_us")), speedups=_speedups(row.get("speedup")),
         gbps=_number(roof.get("gbps")), tflops=_number(roof.get("tflops")), x_floor=_number(roof.get("x_floor")),
-        compile_s=_number(row.get("compile_s")), flags=tuple(str(f) for f in row.get("flags") or ()))
+        compile_s=_number(row.get("compile_s")), flags=tuple(str(f) for f in row.get("flags") or ()),
+        kernels=breakdown.from_dict(str(row["variant"]), shape, str(row["dtype"]), kernels) if kernels else None)

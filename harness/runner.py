@@ -5,6 +5,7 @@ can write the result file as rows arrive (an interrupted run keeps every row tha
 """
 from __future__ import annotations
 
+import concurrent.futures
 import dataclasses
 import logging
 import multiprocessing
@@ -13,7 +14,7 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-from harness import build, discover
+from harness import axes, build, discover, pyvariant
 from harness.baselines import baseline_targets
 from harness.errors import HeaderError
 from harness.records import Kind, Row, Settings, Status, Target, Task
@@ -38,40 +39,57 @@ class Plan:
     targets: list[Target]     # runnable: baselines, floor and the kernels that built
     rows: list[Row]           # rows already decided without a GPU: bad header, build failed, unsupported
     arch: str = ""            # the -gencode flags everything was built with
+    resources: dict = dataclasses.field(default_factory=dict)  # target name -> its kernels' KernelResources
 
 
 def timing_extension() -> build.ExtensionSource:
     return build.ExtensionSource("timing_kernels", TIMING_KERNELS.read_text(), TIMING_DECLS, TIMING_FUNCTIONS)
 
 
-def variant_extension(spec: discover.VariantSpec) -> build.ExtensionSource:
-    return build.ExtensionSource(spec.name, spec.source, build.FORWARD_DECL + "\n", ("forward",),
-                                 spec.nvcc_flags, spec.ldflags, (str(spec.path.parent.resolve()),))
+def variant_extension(spec: discover.VariantSpec, combination: axes.Combination | None = None) -> build.ExtensionSource:
+    """One extension of a CUDA variant; a combination of its axes adds its -D defines."""
+    combination = combination or axes.Combination(spec.name)
+    return build.ExtensionSource(combination.build_name, spec.source, build.FORWARD_DECL + "\n", ("forward",),
+                                 (*spec.nvcc_flags, *combination.defines), spec.ldflags,
+                                 (str(spec.path.parent.resolve()),))
 
 
 def plan(paths: list[Path], tasks: list[Task], cache_root: Path = build.DEFAULT_CACHE,
-         jobs: int | None = None) -> Plan:
-    """Parse headers and build everything; each failure becomes rows, never a stopped run."""
+         jobs: int | None = None, combinations=axes.combinations) -> Plan:
+    """Parse headers, build every combination of every CUDA variant and import-check every Python one; each
+    failure becomes rows, never a stopped run. `combinations(name, axes)` picks the combinations to build."""
     specs, rows = [], []
     for path in paths:
         try:
             specs.append(discover.load_variant(path))
         except HeaderError as exc:
             rows += [Row(path.stem, Kind.KERNEL, t.shape, t.dtype, Status.BAD_HEADER, str(exc)) for t in tasks]
-    sources = [timing_extension()] + [variant_extension(s) for s in specs]
-    built = build.build_all(sources, cache_root, jobs)
+    cuda = [(spec, c) for spec in specs if spec.language == "cuda" for c in combinations(spec.name, spec.axes)]
+    python = [spec for spec in specs if spec.language == "python"]
+    with concurrent.futures.ThreadPoolExecutor(max_workers=2) as pool:  # imports run while nvcc works
+        imported = {spec.name: pool.submit(pyvariant.import_check, spec.path) for spec in python}
+        built = build.build_all([timing_extension()] + [variant_extension(s, c) for s, c in cuda], cache_root, jobs)
+        imported = {name: future.result() for name, future in imported.items()}
     helper = built["timing_kernels"]
     if not helper.ok:
         raise RuntimeError(f"the harness's own timing kernels failed to build:\n{helper.message}")
     targets = baseline_targets(helper.so_path, helper.module_name)
-    for spec in specs:
-        result = built[spec.name]
+    resources = {}
+    for spec, combination in cuda:
+        result = built[combination.build_name]
         if not result.ok:
             message = f"{spec.path}: {result.message} (full log: {result.log_path})"
+            rows += [Row(combination.name, Kind.KERNEL, t.shape, t.dtype, Status.BUILD_FAILED, message) for t in tasks]
+            continue
+        targets.append(Target(combination.name, Kind.KERNEL, spec.dtypes, result.so_path, result.module_name))
+        resources[combination.name] = result.resources
+    for spec in python:
+        ok, message = imported[spec.name]
+        if not ok:
             rows += [Row(spec.name, Kind.KERNEL, t.shape, t.dtype, Status.BUILD_FAILED, message) for t in tasks]
             continue
-        targets.append(Target(spec.name, Kind.KERNEL, spec.dtypes, result.so_path, result.module_name))
-    return Plan(targets, rows, " ".join(build.arch_flags()))
+        targets.append(Target(spec.name, Kind.KERNEL, spec.dtypes, str(spec.path), pyvariant.module_name(spec.path)))
+    return Plan(targets, rows, " ".join(build.arch_flags()), resources)
 
 
 def unsupported_rows(target: Target, tasks: list[Task]) -> list[Row]:
@@ -113,9 +131,11 @@ def _stop(proc) -> None:
 
 
 def run_target(target: Target, tasks: list[Task], settings: Settings, on_row: Callable[[Row], None],
-               row_timeout_s: float, start_timeout_s: float = 180.0, worker: Callable = serve) -> None:
+               row_timeout_s: float, start_timeout_s: float = 180.0, worker: Callable = serve,
+               on_start: Callable[[Target, Task], None] | None = None) -> None:
     """All tasks of one target; a crashed or silent worker costs its current row, then a new one starts.
-    `worker` is the process's entry point (tests pass fakes that crash or hang on cue)."""
+    `worker` is the process's entry point (tests pass fakes that crash or hang on cue); `on_start` hears
+    which row a worker has begun (progress)."""
     ctx = multiprocessing.get_context("spawn")
     pending = list(tasks)
     while pending:
@@ -127,6 +147,8 @@ def run_target(target: Target, tasks: list[Task], settings: Settings, on_row: Ca
                 kind, payload = msg
                 if kind == "start":
                     current = payload
+                    if on_start:
+                        on_start(target, payload)
                 elif kind == "row":
                     pending.remove(Task(payload.shape, payload.dtype))
                     on_row(payload)
@@ -155,7 +177,10 @@ def measure_ceilings(dtypes: list[str], timeout_s: float = 300.0) -> Ceilings | 
 
 
 def run(plan_: Plan, tasks: list[Task], settings: Settings, on_row: Callable[[Row], None],
-        row_timeout_s: float = 600.0) -> None:
+        row_timeout_s: float = 600.0, on_start: Callable[[Target, Task], None] | None = None,
+        on_breakdown: Callable | None = None) -> None:
+    """Every row of the plan. With `on_breakdown`, each target's correct rows are then profiled in a process
+    of their own (harness/breakdown.py) and their per-kernel breakdowns handed over."""
     for row in plan_.rows:
         on_row(row)
     for target in plan_.targets:
@@ -163,5 +188,15 @@ def run(plan_: Plan, tasks: list[Task], settings: Settings, on_row: Callable[[Ro
             on_row(row)
         runnable = [t for t in tasks if t.dtype in target.dtypes]
         if runnable:
-            log.info("running %s on %d (shape, dtype) pair(s)", target.name, len(runnable))
-            run_target(target, runnable, settings, on_row, row_timeout_s)
+            log.debug("running %s on %d (shape, dtype) pair(s)", target.name, len(runnable))
+            correct: list[Task] = []
+
+            def deliver(row: Row) -> None:
+                if row.status == Status.OK:
+                    correct.append(Task(row.shape, row.dtype))
+                on_row(row)
+
+            run_target(target, runnable, settings, deliver, row_timeout_s, on_start=on_start)
+            if on_breakdown and correct:
+                from harness import breakdown  # imports torch's profiler
+                breakdown.profile_target(target, correct, settings, on_breakdown, row_timeout_s)

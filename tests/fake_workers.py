@@ -44,3 +44,15 @@ def hangs_on_dtype_float16(target, tasks, settings, queue):
 
 def dies_at_start(target, tasks, settings, queue):
     os._exit(9)
+
+
+def profiles_one_then_dies(target, tasks, settings, queue):
+    """A profiling process (harness/breakdown.py) that sends one breakdown and dies in the second row."""
+    from harness.breakdown import Breakdown
+    queue.put(("ready", None))
+    queue.put(("start", tasks[0]))
+    queue.put(("breakdown", Breakdown(target.name, tasks[0].shape, tasks[0].dtype, (), 5, "fake")))
+    queue.put(("start", tasks[1]))
+    queue.close()
+    queue.join_thread()
+    os._exit(3)

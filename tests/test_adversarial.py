@@ -40,10 +40,15 @@ CASES = {
     "no_forward": (Status.BUILD_FAILED, "undefined symbol"),
     "wrong_signature": (Status.BUILD_FAILED, "undefined symbol"),
     "bad_header": (Status.BAD_HEADER, "bad_header.cu:1: unknown header key 'speed'"),
+    # Python variants: the same checks, and their own build failures
+    "py_import_error": (Status.BUILD_FAILED, "No module named 'kvbench_no_such_module'"),
+    "py_triton_compile_error": (Status.BUILD_FAILED, "Triton compile error"),
+    "py_writes_input": ("wrote-input", "changed input 'hidden'"),
+    "py_rejects": (Status.REJECTED, "ValueError: rank above 32 is not supported"),
 }
 CORRECT = "correct_neighbour"
 BASELINE_ROWS = ("empty-kernel", "eager", "compile", "torch-2gemm")
-BUILD_FAILURES = ("compile_error", "no_forward", "wrong_signature")
+BUILD_FAILURES = ("compile_error", "no_forward", "wrong_signature", "py_import_error")
 
 
 def test_every_adversarial_file_is_a_case():
@@ -69,8 +74,8 @@ def test_bad_header_names_file_and_line_without_building():
 
 @pytest.fixture(scope="module")
 def failing_plan():
-    """One plan (three builds that fail; failed builds are never cached) shared by the build tests."""
-    paths = [ADV / f"{name}.cu" for name in (*BUILD_FAILURES, "bad_header")]
+    """One plan (three builds and an import that fail; failed builds are never cached) shared by the build tests."""
+    paths = [p for p in discover.discover(ADV) if p.stem in (*BUILD_FAILURES, "bad_header")]
     tasks = [Task(preset("seed"), "float32"), Task(preset("deepseek-v2-lite"), "float32")]
     return runner.plan(paths, tasks), tasks
 
@@ -133,7 +138,7 @@ def test_interrupted_run_keeps_finished_rows_marked_incomplete(tmp_path, monkeyp
         return runner.Plan([floor], [Row("bad_header", Kind.KERNEL, seed, "float32", Status.BAD_HEADER,
                                          "x.cu:1: unknown")])
 
-    def fake_run(plan_, tasks, settings, on_row, row_timeout_s):
+    def fake_run(plan_, tasks, settings, on_row, row_timeout_s, **hooks):  # hooks: progress, breakdown
         assert row_timeout_s == 7
         for row in plan_.rows + finished:
             on_row(row)

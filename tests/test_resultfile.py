@@ -6,7 +6,7 @@ from pathlib import Path
 import pytest
 
 from harness.errors import ResultFileError
-from harness.resultfile import SCHEMA, read_result_file, write_result_file
+from harness.resultfile import READABLE_SCHEMAS, SCHEMA, read_result_file, write_result_file
 
 BASE_RESULT_FILE = Path(__file__).parent / "data" / "h200_run1.json"
 running_as_root = hasattr(os, "geteuid") and os.geteuid() == 0
@@ -34,7 +34,7 @@ def write_json(path, data) -> Path:
 
 def test_base_file_is_valid(result):
     assert read_result_file(BASE_RESULT_FILE) == result
-    assert result["schema"] == SCHEMA
+    assert result["schema"] == 1 and 1 in READABLE_SCHEMAS  # the committed H200 files stay readable
 
 
 def test_write_round_trips_and_creates_folders(result, tmp_path):
@@ -117,7 +117,12 @@ def test_not_an_object(tmp_path):
 def test_old_schema(result, tmp_path):
     result["schema"] = 0
     message = rejected(write_json(tmp_path / "old.json", result))
-    assert f"schema 0, this harness reads schema {SCHEMA}" in message
+    assert "schema 0, this harness reads schema 1 or 2" in message
+
+
+def test_current_schema_is_readable(result, tmp_path):
+    result["schema"] = SCHEMA
+    assert read_result_file(write_json(tmp_path / "now.json", result))["schema"] == SCHEMA
 
 
 def test_newer_schema(result, tmp_path):
