@@ -30,9 +30,10 @@ class _Parser(argparse.ArgumentParser):
 
 
 def bench_parser() -> argparse.ArgumentParser:
-    p = _Parser(prog="run_bench.py", description="Check and time every CUDA variant in kernels/ against "
+    p = _Parser(prog="run_bench.py", description="Check and time every variant in kernels/ against "
                 "the PyTorch reference. `run_bench.py compare BASELINE CURRENT` compares two result files; "
-                "`run_bench.py plot RESULT` draws its speedups.")
+                "`run_bench.py plot RESULT` draws its speedups; `new NAME`, `list`, `resources` and `breakdown` "
+                "are the kernel author's commands (each has --help).")
     p.add_argument("--variant", default="all", help="'all' or a comma list of kernel names (file stems)")
     p.add_argument("--shape", action="append", help="presets (comma list) or b=..,s=..,d=..,rank=..,heads=..,"
                    "head_dim=..; repeat the flag for several explicit shapes (default: seed)")
@@ -49,11 +50,15 @@ def bench_parser() -> argparse.ArgumentParser:
     p.add_argument("--trials", type=int, default=3, help="correctness trials on fresh random inputs")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--timeout", type=float, default=600.0, help="seconds a row may take before it is timed out")
-    p.add_argument("--kernels", type=Path, default=REPO / "kernels", help="folder of variant .cu files")
+    p.add_argument("--kernels", type=Path, default=REPO / "kernels", help="folder of variant .cu and .py files")
     p.add_argument("--jobs", type=int, help="parallel builds (default: CPU count)")
     p.add_argument("--allow-failures", action="store_true", help="exit 0 even if a variant fails")
     p.add_argument("--compare", type=Path, metavar="BASELINE", help="after the run, compare against this file")
     p.add_argument("--save-baseline", action="store_true", help="also write results/<gpu>/baseline.json")
+    p.add_argument("--resources", action="store_true", help="also print each build's kernel resources (registers, "
+                   "shared memory, spills, occupancy); the result file has them either way")
+    p.add_argument("--no-breakdown", action="store_true", help="skip the per-kernel breakdown of each correct row "
+                   "(profiled apart from the timing, in a process of its own)")
     p.add_argument("-v", "--verbose", action="store_true")
     return p
 
@@ -171,35 +176,64 @@ class ResultSink:
         self.path, self.machine, self.settings, self.builds = path, machine, settings, builds
         self.rows: list = []
         self.ceilings = None
+        self.breakdowns: dict = {}   # (shape, dtype, variant) -> breakdown.Breakdown
+        self.resources: dict = {}    # variant -> resources.VariantResources
 
     def add(self, row) -> None:
         self.rows.append(row)
         self.save(complete=False)
-        log.info("  %s %s %s: %s %s", row.shape.label(), row.dtype, row.variant, row.status, row.message[:120])
+
+    def add_breakdown(self, breakdown) -> None:
+        self.breakdowns[breakdown.key()] = breakdown
+        self.save(complete=False)
 
     def save(self, complete: bool) -> dict:
         from harness.report import result_dict
-        result = result_dict(self.rows, self.machine, self.settings, self.ceilings, complete, self.builds)
+        result = result_dict(self.rows, self.machine, self.settings, self.ceilings, complete, self.builds,
+                             self.breakdowns, self.resources)
         write_result_file(self.path, result)
         return result
 
 
 def run_rows(plan, tasks: list[Task], settings: Settings, sink: ResultSink, has_gpu: bool,
-             row_timeout_s: float) -> None:
-    from harness import runner
+             row_timeout_s: float, breakdowns: bool = True) -> None:
+    from harness import commands, runner
+    from harness.progress import Progress
+    so_paths = {t.name: t.so_path for t in plan.targets if t.name in plan.resources}
+    sink.resources = {name: resources_entry(sink.builds.get(name), kernels) for name, kernels in plan.resources.items()}
     if has_gpu:
+        sink.resources = commands.with_driver_view(sink.resources, so_paths)
         sink.ceilings = runner.measure_ceilings(sorted({t.dtype for t in tasks}))
-        runner.run(plan, tasks, settings, sink.add, row_timeout_s=row_timeout_s)
+        total = len(plan.rows) + len(plan.targets) * len(tasks)
+        with Progress("rows", total) as progress:
+            def on_row(row):
+                sink.add(row)
+                progress.finish(f"{row.variant} {row.shape.label()} {row.dtype}",
+                                f"{row.status}{' ' + row.message[:100] if row.message else ''}")
+            runner.run(plan, tasks, settings, on_row, row_timeout_s=row_timeout_s,
+                       on_start=lambda target, task: progress.start(f"{target.name} {task.shape.label()} {task.dtype}"),
+                       on_breakdown=sink.add_breakdown if breakdowns else None)
     else:
         for row in plan.rows + runner.not_run_rows(plan.targets, tasks, "no CUDA device"):
             sink.add(row)
 
 
+def resources_entry(build: str | None, kernels):
+    from harness.resources import VariantResources
+    return VariantResources(build, kernels or ())
+
+
 def finish(args: argparse.Namespace, sink: ResultSink, baseline: ResultFile | None) -> int:
     """Print and write what the run produced; the exit code."""
+    from harness import axes, render_kernels
     data = sink.save(complete=True)
     result = parse_result(data, str(sink.path))
     print(render.result_table(result))
+    best = axes.best_combinations(result.rows)
+    if best:
+        print("\n" + render_kernels.best_table(best))
+    if args.resources:
+        print("\n" + render_kernels.resources_table(result.resources))
     print(f"\nresult file: {sink.path}")
     if args.markdown:
         args.markdown.write_text(render.result_markdown(result))
@@ -233,7 +267,7 @@ def run_bench(argv: list[str]) -> int:
     sink = ResultSink(args.json or default_json_path(machine["gpu_key"]), machine,
                       settings_record(settings, args, plan.arch), builds)
     try:
-        run_rows(plan, request.tasks, settings, sink, has_gpu, args.timeout)
+        run_rows(plan, request.tasks, settings, sink, has_gpu, args.timeout, not args.no_breakdown)
     except KeyboardInterrupt:
         sink.save(complete=False)
         print(f"interrupted: {len(sink.rows)} finished row(s) kept in {sink.path} (marked incomplete)",
@@ -254,6 +288,9 @@ def main(argv: list[str] | None = None) -> int:
             return run_compare(argv[1:])
         if argv[:1] == ["plot"]:
             return run_plot(argv[1:])
+        from harness import commands  # new, list, resources, breakdown
+        if argv[:1] and argv[0] in commands.COMMANDS:
+            return commands.COMMANDS[argv[0]](argv[1:])
         return run_bench(argv)
     except UsageError as exc:
         print(f"run_bench.py: error: {exc}", file=sys.stderr)
