@@ -259,8 +259,21 @@ class DriverError(RuntimeError):
     pass
 
 
+class _Driver:
+    """libcuda through ctypes; a function's current ABI where the header maps it to a _v2 symbol."""
+
+    def __init__(self):
+        self.lib = ctypes.CDLL("libcuda.so.1")
+
+    def __getattr__(self, name):
+        return getattr(self.lib, f"{name}_v2", None) or getattr(self.lib, name)
+
+    def has(self, name: str) -> bool:
+        return hasattr(self.lib, name)
+
+
 def _driver():
-    cuda = ctypes.CDLL("libcuda.so.1")
+    cuda = _Driver()
 
     def check(result, what):
         if result != 0:
@@ -308,7 +321,7 @@ def _read_image(cuda, check, image: bytes, arch: str, max_warps: int) -> list[Ke
         check(cuda.cuModuleEnumerateFunctions(funcs, count, module), "cuModuleEnumerateFunctions")
         kernels = []
         for func in funcs:
-            if hasattr(cuda, "cuFuncLoad"):  # lazy loading: the attributes need the function loaded
+            if cuda.has("cuFuncLoad"):  # lazy loading: the attributes need the function loaded
                 cuda.cuFuncLoad(ctypes.c_void_p(func))
             name = ctypes.c_char_p()
             check(cuda.cuFuncGetName(ctypes.byref(name), ctypes.c_void_p(func)), "cuFuncGetName")

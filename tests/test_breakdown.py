@@ -58,6 +58,16 @@ def test_launch_records_missing_falls_back_to_device_time():
     assert [len(call) for call in per_call] == [3, 3]  # the flush kernels start before the ranges: dropped
 
 
+def test_the_launch_decides_when_device_and_host_clocks_disagree():
+    """A device start a little before its range opened (clock skew) still belongs to the call that launched it."""
+    trace = two_calls_trace()
+    for e in trace["traceEvents"]:
+        if e["cat"] == "kernel" and e["name"] == "gemm":
+            e["ts"] -= 25  # now before its range's start
+    per_call = breakdown.parse_trace(trace, calls=2)
+    assert [len(call) for call in per_call] == [3, 3]
+
+
 def test_aggregate_counts_and_times_per_call():
     kernels, note = breakdown.aggregate(breakdown.parse_trace(two_calls_trace(), calls=2), H100)
     gemm, copy = kernels

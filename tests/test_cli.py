@@ -80,6 +80,17 @@ def test_new_writes_a_variant_with_a_valid_header_and_refuses_taken_names(tmp_pa
     assert (folder / "mine.cu").read_text() == spec.source  # never overwritten
 
 
+def test_new_never_overwrites_a_file_that_appears_after_the_check(tmp_path, monkeypatch):
+    from harness import scaffold
+    from harness.errors import UsageError
+    folder = kernels_folder(tmp_path)
+    (folder / "late.cu").write_text("// mine\n")
+    monkeypatch.setattr(scaffold, "check_name", lambda name, kernels_dir: None)  # as if it appeared just after
+    with pytest.raises(UsageError, match="late.cu: cannot write"):
+        scaffold.write_variant("late", folder)
+    assert (folder / "late.cu").read_text() == "// mine\n"
+
+
 def test_new_needs_the_shared_header_beside_it(tmp_path, capsys):
     assert cli.main(["new", "mine", "--kernels", str(tmp_path)]) == cli.EXIT_USAGE
     assert "has no kv_common.cuh" in capsys.readouterr().err and not (tmp_path / "mine.cu").exists()

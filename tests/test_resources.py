@@ -42,6 +42,7 @@ def test_build_time_max_threads_and_occupancy(kernels):
     (256, 32, 100 * 1024, 0.25),  # shared memory: 101 KB with the reserved 1 KB, 2 blocks in 228 KB
     (1024, 64, 0, 0.5),           # registers: one 1024-thread block
     (32, 16, 0, 0.5),             # blocks: at most 32 blocks of one warp
+    (64, 40, 0, 0.75),            # registers per scheduler: 12 warps of 1280 each in 16384, not 51 in 65536
     (1024, 255, 0, 0.0),          # 255 registers cannot run 1024 threads
 ])
 def test_occupancy_rules(threads, regs, smem, expected):
