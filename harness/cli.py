@@ -197,30 +197,14 @@ class ResultSink:
 
 def run_rows(plan, tasks: list[Task], settings: Settings, sink: ResultSink, has_gpu: bool,
              row_timeout_s: float, breakdowns: bool = True) -> None:
-    from harness import commands, runner
-    from harness.progress import Progress
-    so_paths = {t.name: t.so_path for t in plan.targets if t.name in plan.resources}
-    sink.resources = {name: resources_entry(sink.builds.get(name), kernels) for name, kernels in plan.resources.items()}
+    from harness import rowloop, runner
+    sink.resources = rowloop.build_resources(plan, sink.builds, has_gpu)
     if has_gpu:
-        sink.resources = commands.with_driver_view(sink.resources, so_paths)
         sink.ceilings = runner.measure_ceilings(sorted({t.dtype for t in tasks}))
-        total = len(plan.rows) + len(plan.targets) * len(tasks)
-        with Progress("rows", total) as progress:
-            def on_row(row):
-                sink.add(row)
-                progress.finish(f"{row.variant} {row.shape.label()} {row.dtype}",
-                                f"{row.status}{' ' + row.message[:100] if row.message else ''}")
-            runner.run(plan, tasks, settings, on_row, row_timeout_s=row_timeout_s,
-                       on_start=lambda target, task: progress.start(f"{target.name} {task.shape.label()} {task.dtype}"),
-                       on_breakdown=sink.add_breakdown if breakdowns else None)
+        rowloop.run(plan, tasks, settings, sink, row_timeout_s, breakdowns)
     else:
         for row in plan.rows + runner.not_run_rows(plan.targets, tasks, "no CUDA device"):
             sink.add(row)
-
-
-def resources_entry(build: str | None, kernels):
-    from harness.resources import VariantResources
-    return VariantResources(build, kernels or ())
 
 
 def finish(args: argparse.Namespace, sink: ResultSink, baseline: ResultFile | None) -> int:

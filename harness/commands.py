@@ -2,7 +2,6 @@
 are in cli.py). Each parses its arguments, calls the stage that does the work, prints, and returns an exit code."""
 from __future__ import annotations
 
-import logging
 from pathlib import Path
 
 from harness import axes, catalog, discover, render_kernels, scaffold
@@ -11,7 +10,6 @@ from harness.errors import ToolchainError, UsageError
 from harness.records import Kind, Settings, Status, Task
 from harness.shapes import parse_dtypes, parse_shapes
 
-log = logging.getLogger("harness")
 KERNELS = REPO / "kernels"
 
 
@@ -95,20 +93,6 @@ def build_resources(paths: list[Path], jobs: int | None = None):
     return entries, failed, {name: built[src.name].so_path for name, src in sources if built[src.name].ok}
 
 
-def with_driver_view(entries: dict, so_paths: dict[str, str]) -> dict:
-    """Add the driver's view of each loaded module (GPU present); on failure keep ptxas's, with a warning."""
-    import dataclasses
-
-    from harness import resources
-    try:
-        loaded = resources.read_loaded_in_subprocess(sorted(set(so_paths.values())))
-    except Exception as exc:  # the read-out is extra information: never the end of a run
-        log.warning("could not read the loaded modules' attributes: %s", exc)
-        return entries
-    return {name: dataclasses.replace(entry, driver=tuple(loaded.get(so_paths.get(name), ())))
-            for name, entry in entries.items()}
-
-
 def run_resources(argv: list[str]) -> int:
     args = resources_parser().parse_args(argv)
     _configure_logging(args.verbose)
@@ -118,6 +102,7 @@ def run_resources(argv: list[str]) -> int:
     import torch
     entries, failed, so_paths = build_resources(paths, args.jobs)
     if torch.cuda.is_available():
+        from harness.resources import with_driver_view
         entries = with_driver_view(entries, so_paths)
     print(render_kernels.resources_table(entries, failed))
     return EXIT_FAILED if any(why.startswith(("build failed", "bad header")) for why in failed.values()) else EXIT_OK

@@ -357,6 +357,19 @@ def read_loaded_in_subprocess(so_paths: list[str], timeout_s: float = 120.0) -> 
     return {path: [KernelResources(**k) for k in kernels] for path, kernels in raw.items()}
 
 
+def with_driver_view(entries: dict[str, VariantResources], so_paths: dict[str, str]) -> dict[str, VariantResources]:
+    """Each entry with the driver's view of its loaded module (GPU present). A failed read-out is logged and
+    leaves ptxas's report: it is extra information, never the end of a run."""
+    import logging
+    try:
+        loaded = read_loaded_in_subprocess(sorted(set(so_paths.values())))
+    except Exception as exc:
+        logging.getLogger(__name__).warning("could not read the loaded modules' attributes: %s", exc)
+        return entries
+    return {name: dataclasses.replace(entry, driver=tuple(loaded.get(so_paths.get(name), ())))
+            for name, entry in entries.items()}
+
+
 def main(argv: list[str]) -> int:
     try:
         print(json.dumps(read_loaded(argv)))

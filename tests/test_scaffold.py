@@ -5,7 +5,7 @@ from pathlib import Path
 
 import pytest
 
-from harness import discover, runner, scaffold
+from harness import runner, scaffold
 from harness.records import Kind, Settings, Status, Task
 from harness.shapes import parse_shapes
 
