@@ -44,3 +44,34 @@ def test_a_worker_that_never_starts_marks_each_row_crashed():
     rows = run(fake_workers.dies_at_start, tasks=TASKS[:2])
     assert [r.status for r in rows] == [CRASHED, CRASHED]
     assert "exit code 9" in rows[0].message
+
+
+def test_run_profiles_only_the_correct_rows_of_each_target_after_its_timing(monkeypatch):
+    """runner.run hands each target's ok rows, once they are all timed, to the profiling process."""
+    from harness import breakdown
+    from harness.records import Row
+    events = []
+    statuses = {"seed": OK, "deepseek-v2-lite": Status.WRONG}
+
+    def fake_run_target(target, tasks, settings, on_row, row_timeout_s, on_start=None):
+        for task in tasks:
+            if on_start:
+                on_start(target, task)
+            on_row(Row(target.name, target.kind, task.shape, task.dtype, statuses[task.shape.name]))
+        events.append(("timed", target.name))
+
+    def fake_profile(target, tasks, settings, on_breakdown, timeout_s):
+        events.append(("profiled", target.name, [(t.shape.name, t.dtype) for t in tasks]))
+
+    monkeypatch.setattr(runner, "run_target", fake_run_target)
+    monkeypatch.setattr(breakdown, "profile_target", fake_profile)
+    plan = runner.Plan([TARGET, Target("other", Kind.KERNEL, ("float32",))], [])
+    rows, started = [], []
+    runner.run(plan, TASKS, Settings(), rows.append, on_start=lambda t, task: started.append(t.name),
+               on_breakdown=lambda b: None)
+    assert events == [("timed", "fake"), ("profiled", "fake", [("seed", "float32"), ("seed", "float16")]),
+                      ("timed", "other"), ("profiled", "other", [("seed", "float32")])]
+    assert len(started) == 4 + 2 and len(rows) == 4 + 4  # "other" has two unsupported float16 rows
+    events.clear()
+    runner.run(plan, TASKS, Settings(), rows.append)  # no on_breakdown: nothing is profiled
+    assert [e[0] for e in events] == ["timed", "timed"]
