@@ -198,7 +198,8 @@ def build_one(src: ExtensionSource, cache_root: Path = DEFAULT_CACHE) -> BuildRe
                            message=first_error_lines(text), log_path=str(log_path))
     seconds = time.perf_counter() - start
     return BuildResult(src.name, ok=True, cached=cached, so_path=module.__file__, module_name=module_name,
-                       seconds=seconds, log_path=str(log_path), resources=resources.read_build(build_dir))
+                       seconds=seconds, log_path=str(log_path),
+                       resources=resources.read_build(build_dir, module.__file__))
 
 
 def build_all(sources: list[ExtensionSource], cache_root: Path = DEFAULT_CACHE,

@@ -66,9 +66,9 @@ def resources_table(entries: Mapping[str, VariantResources], failed: Mapping[str
     for variant, why in (failed or {}).items():
         rows.append([variant, _clip(why, 90)] + [""] * (len(RESOURCE_COLUMNS) - 2))
     note = ("regs: registers per thread; smem: static shared memory per block; stack and spills: bytes per thread "
-            "(local memory); max threads per block and occupancy: ptxas rows compute them from the registers "
-            "(the register file's limit), driver rows read them from the loaded module (the launch bound where "
-            "there is one); occupancy is at that block size with no dynamic shared memory.")
+            "(local memory); max threads per block: the kernel's launch bound, else the register file's limit "
+            "(ptxas rows: from the build's cubin; driver rows: read from the loaded module); occupancy: "
+            "theoretical, at that block size with no dynamic shared memory (a launch's own is in its breakdown).")
     table = tabulate(rows, headers=RESOURCE_COLUMNS, tablefmt="simple", disable_numparse=True)
     return table + "\n" + textwrap.fill(note, 110)
 

@@ -3,8 +3,10 @@ local-memory spill bytes, max threads per block and theoretical occupancy.
 
 Two sources, one record (KernelResources):
 - at build time, ptxas's own report (`-Xptxas -v`, kept in the build folder's nvcc.log by
-  harness/cuda/nvcc_log.sh): works without a GPU. Max threads per block is then the register file's limit
-  and occupancy is computed for the build's architecture by the CUDA occupancy rules (`occupancy`);
+  harness/cuda/nvcc_log.sh): works without a GPU. Max threads per block is the kernel's launch bound (the
+  EIATTR_MAX_THREADS attribute of its cubin, read from the .so's fatbin) capped by the register file's
+  limit, or that limit alone; occupancy is computed at that block size for the build's architecture by the
+  CUDA occupancy rules (`occupancy`);
 - where a GPU is present, the driver's view of the loaded module (`python -m harness.resources SO...`, a
   process of its own): the .so's fatbin loaded with cuModuleLoadData, then cuFuncGetAttribute (registers,
   static shared and local bytes, max threads per block: the launch bound when the kernel has one) and
@@ -85,8 +87,9 @@ _USED = re.compile(r"ptxas info\s*: Used (\d+) registers(.*)")
 _SMEM = re.compile(r"(\d+) bytes smem")
 
 
-def parse_ptxas(text: str) -> list[KernelResources]:
-    """Entry functions (kernels) from ptxas -v output, one per kernel and architecture, in output order."""
+def parse_ptxas(text: str, launch_bounds: dict[str, int] | None = None) -> list[KernelResources]:
+    """Entry functions (kernels) from ptxas -v output, one per kernel and architecture, in output order.
+    `launch_bounds`: kernel name -> its __launch_bounds__ threads (from the cubin), where known."""
     found: dict[tuple[str, str], dict] = {}
     current: tuple[str, str] | None = None
     props_for: str | None = None
@@ -106,17 +109,27 @@ def parse_ptxas(text: str) -> list[KernelResources]:
     for (name, arch), fields in found.items():
         limits = LIMITS.get(_cc(arch))
         max_threads = register_limited_threads(fields["registers"], limits) if limits else None
+        bound = (launch_bounds or {}).get(name)
+        if max_threads and bound:
+            max_threads = min(max_threads, bound)
         occ = occupancy(limits, max_threads, fields["registers"], fields["static_smem"]) if max_threads else None
         out.append(KernelResources(name, arch, max_threads=max_threads, occupancy=occ, **fields))
     return out
 
 
-def read_build(build_dir: str | Path) -> tuple[KernelResources, ...] | None:
-    """The kernels of one build from its kept ptxas report; None when the build folder has none."""
+def read_build(build_dir: str | Path, so_path: str | Path | None = None) -> tuple[KernelResources, ...] | None:
+    """The kernels of one build from its kept ptxas report (and the launch bounds in its .so); None when the
+    build folder has no report."""
     log = Path(build_dir) / PTXAS_LOG
     if not log.exists():
         return None
-    return tuple(parse_ptxas(log.read_text(errors="replace")))
+    bounds = {}
+    if so_path is not None:
+        try:
+            bounds = launch_bounds(so_path)
+        except (OSError, ValueError, struct.error):  # an unexpected layout: the register limit stands
+            bounds = {}
+    return tuple(parse_ptxas(log.read_text(errors="replace"), bounds))
 
 
 # ---- occupancy ----------------------------------------------------------------------------------------
@@ -250,6 +263,52 @@ def fatbins(so_path: str | Path) -> list[bytes]:
             images.append(bytes(blob[pos:end]))
             pos = (end + 7) // 8 * 8
     return images
+
+
+EIATTR_MAX_THREADS = 0x05  # .nv.info.<kernel> attribute: the launch bound's (x, y, z)
+EIFMT_SVAL = 0x04          # attribute records: u8 format, u8 attribute, then u16 size + data (SVAL) or 2 bytes
+
+
+def _elf_sections(elf: bytes):
+    """(name, data) of each section of a 64-bit little-endian ELF image."""
+    shoff, = struct.unpack_from("<Q", elf, 0x28)
+    shentsize, shnum, shstrndx = struct.unpack_from("<HHH", elf, 0x3A)
+
+    def header(i):
+        return struct.unpack_from("<IIQQQQ", elf, shoff + i * shentsize)
+
+    names_at = header(shstrndx)[4]
+    for i in range(shnum):
+        name_off, _type, _flags, _addr, offset, size = header(i)
+        name = elf[names_at + name_off: elf.index(b"\0", names_at + name_off)]
+        yield name.decode(errors="replace"), elf[offset: offset + size]
+
+
+def nv_info_max_threads(blob: bytes) -> int | None:
+    """Threads of the launch bound in one kernel's .nv.info section, if it has one."""
+    pos = 0
+    while pos + 4 <= len(blob):
+        fmt, attribute = blob[pos], blob[pos + 1]
+        size = struct.unpack_from("<H", blob, pos + 2)[0] if fmt == EIFMT_SVAL else 0
+        if fmt == EIFMT_SVAL and attribute == EIATTR_MAX_THREADS and size == 12:
+            x, y, z = struct.unpack_from("<III", blob, pos + 4)
+            return x * y * z if 0 < x * y * z <= 1024 else None
+        pos += 4 + size
+    return None
+
+
+def launch_bounds(so_path: str | Path) -> dict[str, int]:
+    """kernel name -> launch-bound threads, from the uncompressed cubins of a .so's fatbins (nvcc embeds them
+    so by default); kernels without __launch_bounds__ have none."""
+    bounds = {}
+    for image in fatbins(so_path):
+        start = image.find(b"\x7fELF")
+        while start >= 0:
+            for name, data in _elf_sections(image[start:]):
+                if name.startswith(".nv.info.") and (threads := nv_info_max_threads(data)):
+                    bounds[name[len(".nv.info."):]] = threads
+            start = image.find(b"\x7fELF", start + 4)
+    return bounds
 
 
 _CU_FUNC_ATTRIBUTE = {"max_threads": 0, "static_smem": 1, "local_bytes": 3, "registers": 4}

@@ -56,6 +56,31 @@ def test_register_limited_block():
     assert resources.register_limited_threads(32, H100) == 1024
 
 
+def test_launch_bound_caps_max_threads_and_sets_the_occupancy(kernels):
+    text = (DATA / "ptxas_v.txt").read_text()
+    bounded = {(k.name, k.arch): k for k in resources.parse_ptxas(text, {"_Z9with_smemPf": 256})}
+    k = bounded["_Z9with_smemPf", "sm_90a"]
+    assert k.max_threads == 256 and k.occupancy == pytest.approx(resources.occupancy(H100, 256, 10, 8192))
+    assert bounded["_Z6spillsPfi", "sm_90a"].max_threads == 1024  # no bound given: the register limit
+
+
+def nv_info(*records):
+    return b"".join(records)
+
+
+def sval(attribute, payload):
+    return bytes([resources.EIFMT_SVAL, attribute]) + len(payload).to_bytes(2, "little") + payload
+
+
+def test_launch_bound_read_from_the_kernels_nv_info_records():
+    threads = (128).to_bytes(4, "little") + (2).to_bytes(4, "little") + (1).to_bytes(4, "little")
+    other = bytes([0x03, 0x1b, 0x20, 0x00])  # a 2-byte record (EIATTR_MAXREG_COUNT-like) before it
+    decoy = sval(0x36, (64).to_bytes(4, "little") * 3)  # another 12-byte attribute first
+    assert resources.nv_info_max_threads(nv_info(other, decoy, sval(0x05, threads))) == 256
+    assert resources.nv_info_max_threads(nv_info(other, decoy)) is None
+    assert resources.nv_info_max_threads(sval(0x05, b"\0" * 8)) is None  # not the (x, y, z) it should be
+
+
 def test_unknown_arch_has_no_occupancy():
     text = (DATA / "ptxas_v.txt").read_text().replace("sm_90a", "sm_120")
     k = [k for k in resources.parse_ptxas(text) if k.arch == "sm_120"][0]
