@@ -24,7 +24,7 @@ import tempfile
 from collections.abc import Callable
 from pathlib import Path
 
-from harness import resources
+from harness import occupancy
 from harness.shapes import Shape
 
 log = logging.getLogger(__name__)
@@ -125,7 +125,7 @@ def parse_trace(trace: dict, calls: int) -> list[list[Launch]]:
     return [sorted(launches, key=lambda launch: launch.start_us) for launches in per_call]
 
 
-def aggregate(per_call: list[list[Launch]], limits: resources.SmLimits | None = None) -> tuple[tuple[KernelTime, ...], str]:
+def aggregate(per_call: list[list[Launch]], limits: occupancy.SmLimits | None = None) -> tuple[tuple[KernelTime, ...], str]:
     """Per kernel name, in order of first appearance: launches and device time per call (medians over calls)."""
     per_call = [c for c in per_call if c] or per_call
     first: dict[tuple[str, str], Launch] = {}
@@ -138,12 +138,12 @@ def aggregate(per_call: list[list[Launch]], limits: resources.SmLimits | None = 
     for (name, kind), launch in first.items():
         counts = [sum(1 for x in launches if (x.name, x.kind) == (name, kind)) for launches in per_call]
         times = [sum(x.device_us for x in launches if (x.name, x.kind) == (name, kind)) for launches in per_call]
-        occupancy = None
+        occupied = None
         if kind == "kernel" and launch.block and launch.registers is not None and launch.smem is not None:
             threads = launch.block[0] * launch.block[1] * launch.block[2]
-            occupancy = resources.occupancy(limits, threads, launch.registers, launch.smem)
+            occupied = occupancy.occupancy(limits, threads, launch.registers, launch.smem)
         kernels.append(KernelTime(name, kind, int(round(statistics.median(counts))), statistics.median(times),
-                                  launch.grid, launch.block, launch.registers, launch.smem, occupancy))
+                                  launch.grid, launch.block, launch.registers, launch.smem, occupied))
     return tuple(kernels), note
 
 
@@ -196,7 +196,7 @@ def serve(target, tasks, settings, queue) -> None:
     logging.basicConfig(level=logging.WARNING, stream=sys.stderr)
     torch.cuda.init()
     stream = torch.cuda.Stream()
-    limits = resources.limits_for(*torch.cuda.get_device_capability())
+    limits = occupancy.limits_for(*torch.cuda.get_device_capability())
     queue.put(("ready", None))
     with exact_float32(), torch.cuda.stream(stream):
         flush = timing.L2Flush(settings.cache.flush) if settings.cache.flush else None

@@ -4,9 +4,9 @@ local-memory spill bytes, max threads per block and theoretical occupancy.
 Two sources, one record (KernelResources):
 - at build time, ptxas's own report (`-Xptxas -v`, kept in the build folder's nvcc.log by
   harness/cuda/nvcc_log.sh): works without a GPU. Max threads per block is the kernel's launch bound (the
-  EIATTR_MAX_THREADS attribute of its cubin, read from the .so's fatbin) capped by the register file's
-  limit, or that limit alone; occupancy is computed at that block size for the build's architecture by the
-  CUDA occupancy rules (`occupancy`);
+  EIATTR_MAX_THREADS attribute of its cubin: harness/cubin.py) capped by the register file's limit, or that
+  limit alone; occupancy is computed at that block size for the build's architecture by the CUDA occupancy
+  rules (harness/occupancy.py);
 - where a GPU is present, the driver's view of the loaded module (`python -m harness.resources SO...`, a
   process of its own): the .so's fatbin loaded with cuModuleLoadData, then cuFuncGetAttribute (registers,
   static shared and local bytes, max threads per block: the launch bound when the kernel has one) and
@@ -24,6 +24,8 @@ import re
 import struct
 import sys
 from pathlib import Path
+
+from harness import cubin, occupancy
 
 PTXAS_LOG = "nvcc.log"  # written by harness/cuda/nvcc_log.sh into each build folder
 
@@ -87,9 +89,9 @@ _USED = re.compile(r"ptxas info\s*: Used (\d+) registers(.*)")
 _SMEM = re.compile(r"(\d+) bytes smem")
 
 
-def parse_ptxas(text: str, launch_bounds: dict[str, int] | None = None) -> list[KernelResources]:
+def parse_ptxas(text: str, bounds: dict[str, int] | None = None) -> list[KernelResources]:
     """Entry functions (kernels) from ptxas -v output, one per kernel and architecture, in output order.
-    `launch_bounds`: kernel name -> its __launch_bounds__ threads (from the cubin), where known."""
+    `bounds`: kernel name -> its __launch_bounds__ threads (from the cubin), where known."""
     found: dict[tuple[str, str], dict] = {}
     current: tuple[str, str] | None = None
     props_for: str | None = None
@@ -107,12 +109,12 @@ def parse_ptxas(text: str, launch_bounds: dict[str, int] | None = None) -> list[
             found[current].update(registers=int(m.group(1)), static_smem=int(smem.group(1)) if smem else 0)
     out = []
     for (name, arch), fields in found.items():
-        limits = LIMITS.get(_cc(arch))
-        max_threads = register_limited_threads(fields["registers"], limits) if limits else None
-        bound = (launch_bounds or {}).get(name)
+        limits = occupancy.limits_for_arch(arch)
+        max_threads = occupancy.register_limited_threads(fields["registers"], limits) if limits else None
+        bound = (bounds or {}).get(name)
         if max_threads and bound:
             max_threads = min(max_threads, bound)
-        occ = occupancy(limits, max_threads, fields["registers"], fields["static_smem"]) if max_threads else None
+        occ = occupancy.occupancy(limits, max_threads, fields["registers"], fields["static_smem"]) if max_threads else None
         out.append(KernelResources(name, arch, max_threads=max_threads, occupancy=occ, **fields))
     return out
 
@@ -126,69 +128,10 @@ def read_build(build_dir: str | Path, so_path: str | Path | None = None) -> tupl
     bounds = {}
     if so_path is not None:
         try:
-            bounds = launch_bounds(so_path)
+            bounds = cubin.launch_bounds(so_path)
         except (OSError, ValueError, struct.error):  # an unexpected layout: the register limit stands
             bounds = {}
     return tuple(parse_ptxas(log.read_text(errors="replace"), bounds))
-
-
-# ---- occupancy ----------------------------------------------------------------------------------------
-
-@dataclasses.dataclass(frozen=True)
-class SmLimits:
-    """Per-SM limits of one compute capability (CUDA C Programming Guide, technical specifications)."""
-    max_warps: int
-    max_blocks: int
-    smem: int                      # bytes of shared memory an SM can give blocks (largest carveout)
-    regs: int = 65536
-    reg_unit: int = 256            # registers are allocated per warp in units of this many
-    sub_partitions: int = 4        # the register file is split among the SM's 4 schedulers
-    smem_reserved: int = 1024      # per block, reserved by the system (compute capability 8.0 and later)
-    smem_unit: int = 128
-
-
-LIMITS = {
-    (8, 0): SmLimits(max_warps=64, max_blocks=32, smem=164 * 1024),
-    (8, 6): SmLimits(max_warps=48, max_blocks=16, smem=100 * 1024),
-    (8, 9): SmLimits(max_warps=48, max_blocks=24, smem=100 * 1024),
-    (9, 0): SmLimits(max_warps=64, max_blocks=32, smem=228 * 1024),
-    (10, 0): SmLimits(max_warps=64, max_blocks=32, smem=228 * 1024),
-}
-
-
-def _cc(arch: str) -> tuple[int, int] | None:
-    """'sm_90a' -> (9, 0)."""
-    m = re.fullmatch(r"(?:sm|compute)_(\d+?)(\d)[af]?", arch)
-    return (int(m.group(1)), int(m.group(2))) if m else None
-
-
-def limits_for(major: int, minor: int) -> SmLimits | None:
-    return LIMITS.get((major, minor))
-
-
-def _regs_per_warp(registers: int, limits: SmLimits) -> int:
-    return math.ceil(max(registers, 1) * 32 / limits.reg_unit) * limits.reg_unit
-
-
-def register_limited_threads(registers: int, limits: SmLimits, cap: int = 1024) -> int:
-    """The largest block (a multiple of 32 threads) whose warps all fit in the register file."""
-    warps = (limits.regs // limits.sub_partitions // _regs_per_warp(registers, limits)) * limits.sub_partitions
-    return max(0, min(cap, warps * 32))
-
-
-def occupancy(limits: SmLimits | None, threads: int | None, registers: int, smem_per_block: int) -> float | None:
-    """Theoretical occupancy (resident warps / max warps per SM) of blocks of `threads` threads using
-    `registers` per thread and `smem_per_block` bytes of shared memory (static + dynamic)."""
-    if limits is None or not threads or threads <= 0:
-        return None
-    warps = math.ceil(threads / 32)
-    by_threads = min(limits.max_blocks, limits.max_warps // warps)
-    warps_by_regs = (limits.regs // limits.sub_partitions // _regs_per_warp(registers, limits)) * limits.sub_partitions
-    by_regs = warps_by_regs // warps
-    smem = math.ceil((smem_per_block + limits.smem_reserved) / limits.smem_unit) * limits.smem_unit
-    by_smem = limits.smem // smem
-    blocks = max(0, min(by_threads, by_regs, by_smem))
-    return blocks * warps / limits.max_warps
 
 
 # ---- names ----------------------------------------------------------------------------------------
@@ -228,88 +171,6 @@ def short_name(name: str, width: int = 60) -> str:
 
 
 # ---- the loaded module (GPU) -------------------------------------------------------------------------
-
-FATBIN_MAGIC = 0xBA55ED50
-
-
-def fatbins(so_path: str | Path) -> list[bytes]:
-    """The fatbin images in an ELF shared object's .nv_fatbin section (one per translation unit with device
-    code). Plain ELF reading: no CUDA needed."""
-    data = Path(so_path).read_bytes()
-    if data[:4] != b"\x7fELF" or data[4] != 2:
-        raise ValueError(f"{so_path}: not a 64-bit ELF file")
-    endian = "<" if data[5] == 1 else ">"
-    shoff, = struct.unpack_from(endian + "Q", data, 0x28)
-    shentsize, shnum, shstrndx = struct.unpack_from(endian + "HHH", data, 0x3A)
-
-    def section(index):
-        name, _type, _flags, _addr, offset, size = struct.unpack_from(endian + "IIQQQQ", data, shoff + index * shentsize)
-        return name, offset, size
-
-    _, str_off, _ = section(shstrndx)
-    images = []
-    for i in range(shnum):
-        name_off, offset, size = section(i)
-        name = data[str_off + name_off: data.index(b"\0", str_off + name_off)]
-        if name != b".nv_fatbin":
-            continue
-        blob, pos = data[offset: offset + size], 0
-        while pos + 16 <= len(blob):
-            magic, _version, header_size, fat_size = struct.unpack_from(endian + "IHHQ", blob, pos)
-            if magic != FATBIN_MAGIC:
-                pos += 8  # images are 8-byte aligned; padding between them
-                continue
-            end = pos + header_size + fat_size
-            images.append(bytes(blob[pos:end]))
-            pos = (end + 7) // 8 * 8
-    return images
-
-
-EIATTR_MAX_THREADS = 0x05  # .nv.info.<kernel> attribute: the launch bound's (x, y, z)
-EIFMT_SVAL = 0x04          # attribute records: u8 format, u8 attribute, then u16 size + data (SVAL) or 2 bytes
-
-
-def _elf_sections(elf: bytes):
-    """(name, data) of each section of a 64-bit little-endian ELF image."""
-    shoff, = struct.unpack_from("<Q", elf, 0x28)
-    shentsize, shnum, shstrndx = struct.unpack_from("<HHH", elf, 0x3A)
-
-    def header(i):
-        return struct.unpack_from("<IIQQQQ", elf, shoff + i * shentsize)
-
-    names_at = header(shstrndx)[4]
-    for i in range(shnum):
-        name_off, _type, _flags, _addr, offset, size = header(i)
-        name = elf[names_at + name_off: elf.index(b"\0", names_at + name_off)]
-        yield name.decode(errors="replace"), elf[offset: offset + size]
-
-
-def nv_info_max_threads(blob: bytes) -> int | None:
-    """Threads of the launch bound in one kernel's .nv.info section, if it has one."""
-    pos = 0
-    while pos + 4 <= len(blob):
-        fmt, attribute = blob[pos], blob[pos + 1]
-        size = struct.unpack_from("<H", blob, pos + 2)[0] if fmt == EIFMT_SVAL else 0
-        if fmt == EIFMT_SVAL and attribute == EIATTR_MAX_THREADS and size == 12:
-            x, y, z = struct.unpack_from("<III", blob, pos + 4)
-            return x * y * z if 0 < x * y * z <= 1024 else None
-        pos += 4 + size
-    return None
-
-
-def launch_bounds(so_path: str | Path) -> dict[str, int]:
-    """kernel name -> launch-bound threads, from the uncompressed cubins of a .so's fatbins (nvcc embeds them
-    so by default); kernels without __launch_bounds__ have none."""
-    bounds = {}
-    for image in fatbins(so_path):
-        start = image.find(b"\x7fELF")
-        while start >= 0:
-            for name, data in _elf_sections(image[start:]):
-                if name.startswith(".nv.info.") and (threads := nv_info_max_threads(data)):
-                    bounds[name[len(".nv.info."):]] = threads
-            start = image.find(b"\x7fELF", start + 4)
-    return bounds
-
 
 _CU_FUNC_ATTRIBUTE = {"max_threads": 0, "static_smem": 1, "local_bytes": 3, "registers": 4}
 
@@ -360,7 +221,7 @@ def read_loaded(so_paths: list[str], device: int = 0) -> dict[str, list[dict]]:
     try:
         for so_path in so_paths:
             kernels = []
-            for image in fatbins(so_path):
+            for image in cubin.fatbins(so_path):
                 kernels += _read_image(cuda, check, image, arch, max_warps.value // 32)
             out[so_path] = [dataclasses.asdict(k) for k in kernels]
     finally:

@@ -8,13 +8,13 @@ from pathlib import Path
 
 import pytest
 
-from harness import breakdown, render, render_kernels, report, resources
+from harness import breakdown, occupancy, render, render_kernels, report
 from harness.records import Kind, Row, Settings, Status, Target, Task
 from harness.resultfile import parse_result
 from harness.shapes import SEED
 
 REPO = Path(__file__).resolve().parent.parent
-H100 = resources.LIMITS[(9, 0)]
+H100 = occupancy.LIMITS[(9, 0)]
 
 
 def annotation(i, ts, dur):
@@ -74,7 +74,7 @@ def test_aggregate_counts_and_times_per_call():
     assert (gemm.name, gemm.count, gemm.kind) == ("gemm", 2, "kernel")
     assert gemm.device_us == pytest.approx((22.0 + 23.0) / 2)  # median of the two calls' sums
     assert (copy.kind, copy.count, copy.occupancy) == ("memcpy", 1, None)
-    assert gemm.occupancy == pytest.approx(resources.occupancy(H100, 256, 64, 8192))
+    assert gemm.occupancy == pytest.approx(occupancy.occupancy(H100, 256, 64, 8192))
     assert note == ""
 
 

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from harness import axes, discover, resources, runner
+from harness import axes, cubin, discover, runner
 from harness.records import Kind
 
 REPO = Path(__file__).resolve().parent.parent
@@ -40,8 +40,8 @@ def test_every_cuda_build_has_a_ptxas_report(kernels_plan):
         kernels = kernels_plan.resources[target.name]
         assert kernels, f"{target.name}: no ptxas report"
         assert all(k.registers > 0 and k.arch.startswith("sm_") for k in kernels), kernels
-        (image,) = resources.fatbins(target.so_path)  # what the driver would load on a GPU
-        assert int.from_bytes(image[:4], "little") == resources.FATBIN_MAGIC
+        (image,) = cubin.fatbins(target.so_path)  # what the driver would load on a GPU
+        assert int.from_bytes(image[:4], "little") == cubin.FATBIN_MAGIC
 
 
 def test_cli_without_gpu_builds_and_reports_not_run(tmp_path):

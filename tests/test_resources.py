@@ -4,10 +4,10 @@ from pathlib import Path
 
 import pytest
 
-from harness import resources
+from harness import cubin, occupancy, resources
 
 DATA = Path(__file__).parent / "data"
-H100 = resources.LIMITS[(9, 0)]
+H100 = occupancy.LIMITS[(9, 0)]
 
 
 @pytest.fixture(scope="module")
@@ -46,21 +46,21 @@ def test_build_time_max_threads_and_occupancy(kernels):
     (1024, 255, 0, 0.0),          # 255 registers cannot run 1024 threads
 ])
 def test_occupancy_rules(threads, regs, smem, expected):
-    assert resources.occupancy(H100, threads, regs, smem) == pytest.approx(expected)
+    assert occupancy.occupancy(H100, threads, regs, smem) == pytest.approx(expected)
 
 
 def test_register_limited_block():
-    assert resources.register_limited_threads(255, H100) == 256
-    assert resources.register_limited_threads(128, H100) == 512
-    assert resources.register_limited_threads(96, H100) == 640
-    assert resources.register_limited_threads(32, H100) == 1024
+    assert occupancy.register_limited_threads(255, H100) == 256
+    assert occupancy.register_limited_threads(128, H100) == 512
+    assert occupancy.register_limited_threads(96, H100) == 640
+    assert occupancy.register_limited_threads(32, H100) == 1024
 
 
 def test_launch_bound_caps_max_threads_and_sets_the_occupancy(kernels):
     text = (DATA / "ptxas_v.txt").read_text()
     bounded = {(k.name, k.arch): k for k in resources.parse_ptxas(text, {"_Z9with_smemPf": 256})}
     k = bounded["_Z9with_smemPf", "sm_90a"]
-    assert k.max_threads == 256 and k.occupancy == pytest.approx(resources.occupancy(H100, 256, 10, 8192))
+    assert k.max_threads == 256 and k.occupancy == pytest.approx(occupancy.occupancy(H100, 256, 10, 8192))
     assert bounded["_Z6spillsPfi", "sm_90a"].max_threads == 1024  # no bound given: the register limit
 
 
@@ -69,16 +69,16 @@ def nv_info(*records):
 
 
 def sval(attribute, payload):
-    return bytes([resources.EIFMT_SVAL, attribute]) + len(payload).to_bytes(2, "little") + payload
+    return bytes([cubin.EIFMT_SVAL, attribute]) + len(payload).to_bytes(2, "little") + payload
 
 
 def test_launch_bound_read_from_the_kernels_nv_info_records():
     threads = (128).to_bytes(4, "little") + (2).to_bytes(4, "little") + (1).to_bytes(4, "little")
     other = bytes([0x03, 0x1b, 0x20, 0x00])  # a 2-byte record (EIATTR_MAXREG_COUNT-like) before it
     decoy = sval(0x36, (64).to_bytes(4, "little") * 3)  # another 12-byte attribute first
-    assert resources.nv_info_max_threads(nv_info(other, decoy, sval(0x05, threads))) == 256
-    assert resources.nv_info_max_threads(nv_info(other, decoy)) is None
-    assert resources.nv_info_max_threads(sval(0x05, b"\0" * 8)) is None  # not the (x, y, z) it should be
+    assert cubin.nv_info_max_threads(nv_info(other, decoy, sval(0x05, threads))) == 256
+    assert cubin.nv_info_max_threads(nv_info(other, decoy)) is None
+    assert cubin.nv_info_max_threads(sval(0x05, b"\0" * 8)) is None  # not the (x, y, z) it should be
 
 
 def test_unknown_arch_has_no_occupancy():
@@ -107,15 +107,15 @@ def test_fatbin_found_in_an_object_file(tmp_path):
     so = _build_output(tmp_path)
     if so is None:
         pytest.skip("needs nvcc")
-    (image,) = resources.fatbins(so)
-    assert int.from_bytes(image[:4], "little") == resources.FATBIN_MAGIC
+    (image,) = cubin.fatbins(so)
+    assert int.from_bytes(image[:4], "little") == cubin.FATBIN_MAGIC
 
 
 def test_not_an_elf_file(tmp_path):
     path = tmp_path / "x.so"
     path.write_bytes(b"not elf at all")
     with pytest.raises(ValueError, match="not a 64-bit ELF"):
-        resources.fatbins(path)
+        cubin.fatbins(path)
 
 
 def _build_output(tmp_path):
