@@ -79,8 +79,7 @@ def build_resources(paths: list[Path], jobs: int | None = None):
             failed[path.stem] = f"bad header: {exc}"
             continue
         if spec.language == "python":
-            failed[spec.name] = "Python variant: Triton compiles at run time; its launches' registers and shared " \
-                                "memory are in the row's kernel breakdown"
+            failed[spec.name] = "Python: compiled at run time (registers, smem: see its rows' breakdown)"
             continue
         sources += [(c.name, variant_extension(spec, c)) for c in axes.combinations(spec.name, spec.axes)]
     built = build.build_all([src for _, src in sources], jobs=jobs) if sources else {}

@@ -19,7 +19,7 @@ def _fmt(x, spec: str) -> str:
 
 
 def _occupancy(x: float | None) -> str:
-    return "" if x is None else f"{x:.0%}"
+    return "" if x is None else f"{x * 100:.3g}%"  # 12.5%, 100%
 
 
 # ---- list --------------------------------------------------------------------------------------------
