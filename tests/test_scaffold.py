@@ -28,7 +28,7 @@ def test_the_template_builds_every_combination_without_spills(template_build):
     assert kernels == {"scaffolded[TILE=16]", "scaffolded[TILE=32]"} and not template_plan.rows
     for name in kernels:
         report = template_plan.resources[name]
-        assert len(report) == 6  # two GEMMs x three dtypes
+        assert len(report) == 5  # two GEMMs x three dtypes; float32's two are one instantiation
         assert not any(k.spills for k in report), report
     smem = {name: {k.static_smem for k in template_plan.resources[name]} for name in kernels}
     assert smem == {"scaffolded[TILE=16]": {2 * 16 * 16 * 4}, "scaffolded[TILE=32]": {2 * 32 * 32 * 4}}
