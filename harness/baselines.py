@@ -6,9 +6,11 @@ from __future__ import annotations
 import importlib.util
 import time
 from collections.abc import Callable
+from pathlib import Path
 
 import torch
 
+from harness import pyvariant
 from harness.problem import Inputs, KVDecompress
 from harness.records import BUILTIN_ROWS, FLOOR_ROW, Kind, Target
 from harness.shapes import DTYPE_NAMES, Shape
@@ -77,9 +79,15 @@ def _graph_replay(module) -> Forward:
 
 
 def prepare(target: Target, shape: Shape, sample: Inputs) -> tuple[Forward, float | None]:
-    """The callable for one (target, shape), and for the compiled and graph rows their setup time in
-    seconds (compilation, or the first capture), measured on `sample`."""
+    """The callable for one (target, shape), and for the compiled, graph and Python rows their setup time in
+    seconds (compilation, the first capture, or a Python variant's first call: Triton's compile and
+    autotuning), measured on `sample`."""
     heads, hd = shape.heads, shape.head_dim
+    if target.kind == Kind.KERNEL and pyvariant.is_python(target.so_path):
+        module = pyvariant.load(Path(target.so_path), target.module_name)
+        forward = (lambda inputs: module.forward(*inputs.tensors(), heads))
+        with pyvariant.compile_errors():
+            return forward, _timed_first_call(forward, sample)
     if target.kind in (Kind.KERNEL, Kind.FLOOR):
         module = import_extension(target.so_path, target.module_name)
         if target.kind == Kind.FLOOR:

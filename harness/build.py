@@ -8,6 +8,7 @@ import hashlib
 import logging
 import os
 import re
+import shlex
 import shutil
 import sys
 import time
@@ -16,13 +17,16 @@ from pathlib import Path
 import torch
 
 from harness import includes as header_libs
+from harness import resources
 from harness.errors import HeaderLibraryMissing, ToolchainError
+from harness.progress import Progress
 
 log = logging.getLogger(__name__)
 
 FORWARD_DECL = ("torch::Tensor forward(torch::Tensor hidden, torch::Tensor w_down, "
                 "torch::Tensor w_up_k, torch::Tensor w_up_v, int64_t kv_heads);")
-BASE_NVCC_FLAGS = ("-O3", "-lineinfo")
+BASE_NVCC_FLAGS = ("-O3", "-lineinfo", "-Xptxas", "-v")  # -v: ptxas's resource report, kept in nvcc.log
+NVCC_WRAPPER = Path(__file__).resolve().parent / "cuda" / "nvcc_log.sh"
 TEMPLATE_VERSION = "1"  # bump when the declaration, binding or base flags change
 DEFAULT_CACHE = Path(__file__).resolve().parent.parent / "build" / "extensions"
 
@@ -53,6 +57,7 @@ class BuildResult:
     seconds: float = 0.0
     message: str = ""      # first compiler/linker/import error lines when not ok
     log_path: str = ""
+    resources: tuple[resources.KernelResources, ...] | None = None  # ptxas's report of each kernel
 
 
 @contextlib.contextmanager
@@ -63,11 +68,14 @@ def toolchain_env():
     fails on -lcudart; /usr/local/cuda is the toolkit's real home there.
     """
     saved_env = os.environ.get("CUDA_HOME")
+    saved_nvcc = os.environ.get("PYTORCH_NVCC")
     home = saved_env
     if home is None and Path("/usr/local/cuda/bin/nvcc").exists():
         home = "/usr/local/cuda"
     if home is not None:
         os.environ["CUDA_HOME"] = home
+    # nvcc through a wrapper that keeps ptxas's resource report (torch drops a successful build's output)
+    os.environ["PYTORCH_NVCC"] = f"/bin/sh {shlex.quote(str(NVCC_WRAPPER))}"
     from torch.utils import cpp_extension  # reads CUDA_HOME when first imported
 
     saved_attr = cpp_extension.CUDA_HOME
@@ -76,10 +84,11 @@ def toolchain_env():
             cpp_extension.CUDA_HOME = home
         yield home or saved_attr
     finally:
-        if saved_env is None:
-            os.environ.pop("CUDA_HOME", None)
-        else:
-            os.environ["CUDA_HOME"] = saved_env
+        for name, saved in (("CUDA_HOME", saved_env), ("PYTORCH_NVCC", saved_nvcc)):
+            if saved is None:
+                os.environ.pop(name, None)
+            else:
+                os.environ[name] = saved
         cpp_extension.CUDA_HOME = saved_attr
 
 
@@ -200,7 +209,8 @@ def build_one(src: ExtensionSource, cache_root: Path = DEFAULT_CACHE) -> BuildRe
                            message=first_error_lines(text), log_path=str(log_path))
     seconds = time.perf_counter() - start
     return BuildResult(src.name, ok=True, cached=cached, so_path=module.__file__, module_name=module_name,
-                       seconds=seconds, log_path=str(log_path))
+                       seconds=seconds, log_path=str(log_path),
+                       resources=resources.read_build(build_dir, module.__file__))
 
 
 def build_all(sources: list[ExtensionSource], cache_root: Path = DEFAULT_CACHE,
@@ -211,28 +221,32 @@ def build_all(sources: list[ExtensionSource], cache_root: Path = DEFAULT_CACHE,
     with toolchain_env() as cuda_home:
         check_toolchain(cuda_home)
         log.info("building %d extension(s), %d at a time, for %s", len(sources), jobs, " ".join(arch_flags()))
-        start = time.perf_counter()
         pool = concurrent.futures.ThreadPoolExecutor(max_workers=jobs)
         finished = False
         try:
-            pending = {pool.submit(build_one, s, cache_root): s.name for s in sources}
-            while pending:
-                done, _ = concurrent.futures.wait(pending, timeout=heartbeat_s,
-                                                  return_when=concurrent.futures.FIRST_COMPLETED)
-                for fut in done:
-                    res = fut.result()
-                    results[pending.pop(fut)] = res
-                    how = "cached" if res.cached else ("built" if res.ok else "FAILED")
-                    log.info("[%d/%d] %s: %s in %.1f s", len(results), len(sources), res.name, how, res.seconds)
-                if pending and not done:
-                    log.info("still building: %s (%.0f s)", ", ".join(sorted(pending.values())),
-                             time.perf_counter() - start)
+            with Progress("building", len(sources)) as progress:
+                pending = {pool.submit(_build_started, progress, s, cache_root): s.name for s in sources}
+                while pending:
+                    done, _ = concurrent.futures.wait(pending, timeout=heartbeat_s,
+                                                      return_when=concurrent.futures.FIRST_COMPLETED)
+                    for fut in done:
+                        res = fut.result()
+                        results[pending.pop(fut)] = res
+                        how = "cached" if res.cached else ("built" if res.ok else "FAILED")
+                        progress.finish(res.name, f"{how} in {res.seconds:.1f} s")
+                    if pending and not done:
+                        progress.heartbeat()
             finished = True
         finally:
             # Interrupted (Ctrl-C): start no queued build and do not wait for the running ones (their
             # compilers got the same SIGINT), so the caller can write its result file and exit now.
             pool.shutdown(wait=finished, cancel_futures=True)
     return results
+
+
+def _build_started(progress: Progress, src: ExtensionSource, cache_root: Path) -> BuildResult:
+    progress.start(src.name)
+    return build_one(src, cache_root)
 
 
 def clean(cache_root: Path = DEFAULT_CACHE) -> None:

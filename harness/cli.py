@@ -32,9 +32,10 @@ class _Parser(argparse.ArgumentParser):
 
 
 def bench_parser() -> argparse.ArgumentParser:
-    p = _Parser(prog="run_bench.py", description="Check and time every CUDA variant in kernels/ against "
+    p = _Parser(prog="run_bench.py", description="Check and time every variant in kernels/ against "
                 "the PyTorch reference. `run_bench.py compare BASELINE CURRENT` compares two result files; "
-                "`run_bench.py plot RESULT` draws its speedups; `run_bench.py merge A B ... --out ALL` joins shards.")
+                "`run_bench.py plot RESULT` draws its speedups; `run_bench.py merge A B ... --out ALL` joins shards; "
+                "`new NAME`, `list`, `resources` and `breakdown` are the kernel author's commands (each has --help).")
     p.add_argument("--variant", default="all", help="'all' or a comma list of kernel names (file stems)")
     p.add_argument("--shape", action="append", help="presets (comma list) or b=..,s=..,d=..,rank=..,heads=..,"
                    "head_dim=..; repeat the flag for several explicit shapes (default: seed)")
@@ -56,7 +57,7 @@ def bench_parser() -> argparse.ArgumentParser:
     p.add_argument("--trials", type=int, default=3, help="correctness trials on fresh random inputs")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--timeout", type=float, default=600.0, help="seconds a row may take before it is timed out")
-    p.add_argument("--kernels", type=Path, default=REPO / "kernels", help="folder of variant .cu files")
+    p.add_argument("--kernels", type=Path, default=REPO / "kernels", help="folder of variant .cu and .py files")
     p.add_argument("--jobs", type=int, help="parallel builds (default: CPU count)")
     p.add_argument("--devices", help="GPUs to spread the (shape, dtype) groups over: 'all' or a comma list of "
                    "indices (default: 0); each GPU runs whole groups, in worker processes pinned to it")
@@ -67,6 +68,10 @@ def bench_parser() -> argparse.ArgumentParser:
     p.add_argument("--allow-missing", action="store_true",
                    help="with --compare: pass although rows of the baseline were not run")
     p.add_argument("--save-baseline", action="store_true", help="also write results/<gpu>/baseline.json")
+    p.add_argument("--resources", action="store_true", help="also print each build's kernel resources (registers, "
+                   "shared memory, spills, occupancy); the result file has them either way")
+    p.add_argument("--no-breakdown", action="store_true", help="skip the per-kernel breakdown of each correct row "
+                   "(profiled apart from the timing, in a process of its own)")
     p.add_argument("-v", "--verbose", action="store_true")
     return p
 
@@ -231,6 +236,8 @@ class ResultSink:
         self.ceilings = None
         self.device_ceilings: dict = {}   # Device -> its ceilings (None where they could not be measured)
         self.run_info: dict = {}          # the file's `run`: devices, shard, sweep, wall times
+        self.breakdowns: dict = {}        # (shape, dtype, variant) -> breakdown.Breakdown
+        self.resources: dict = {}         # variant -> resources.VariantResources
 
     def add_ceilings(self, device, ceilings) -> None:
         if device is not None:
@@ -241,29 +248,33 @@ class ResultSink:
     def add(self, row) -> None:
         self.rows.append(row)
         self.save(complete=False)
-        log.info("  %s %s %s: %s %s", row.shape.label(), row.dtype, row.variant, row.status, row.message[:120])
+
+    def add_breakdown(self, breakdown) -> None:
+        self.breakdowns[breakdown.key()] = breakdown
+        self.save(complete=False)
 
     def save(self, complete: bool) -> dict:
         from harness.report import result_dict
         result = result_dict(self.rows, self.machine, self.settings, self.ceilings, complete, self.builds,
-                             self.device_ceilings)
+                             devices=self.device_ceilings, breakdowns=self.breakdowns,
+                             variant_resources=self.resources)
         result = {**{k: v for k, v in result.items() if k != "rows"}, "run": self.run_info, "rows": result["rows"]}
         write_result_file(self.path, result)
         return result
 
 
 def build_and_run(request: Request, settings: Settings, sink: ResultSink, jobs: int | None, has_gpu: bool,
-                  row_timeout_s: float, devices: list[Device] = ()) -> None:
-    from harness import runner
+                  row_timeout_s: float, devices: list[Device] = (), breakdowns: bool = True) -> None:
+    from harness import rowloop, runner
     built = time.monotonic()
     plan = runner.plan(request.paths, request.tasks, jobs=jobs, baselines=settings.baselines)
     sink.run_info["build_s"] = round(time.monotonic() - built, 1)
     sink.builds = {t.name: t.module_name for t in plan.targets if t.kind == Kind.KERNEL}
+    sink.resources = rowloop.build_resources(plan, sink.builds, has_gpu)
     timing = plan.targets[0]  # the empty-kernel row's extension holds the blocking kernel too
     settings = dataclasses.replace(settings, timing_so=timing.so_path, timing_module=timing.module_name)
     if has_gpu:
-        shares = runner.run(plan, request.tasks, settings, sink.add, row_timeout_s=row_timeout_s,
-                            devices=list(devices), on_ceilings=sink.add_ceilings)
+        shares = rowloop.run(plan, request.tasks, settings, sink, row_timeout_s, list(devices), breakdowns)
         sink.run_info["busy_s"] = {str(s.device.index): round(s.busy_s, 1) for s in shares if s.device}
         sink.run_info["startup_s"] = {str(s.device.index): round(s.startup_s, 1) for s in shares if s.device}
     else:
@@ -273,9 +284,15 @@ def build_and_run(request: Request, settings: Settings, sink: ResultSink, jobs: 
 
 def finish(args: argparse.Namespace, sink: ResultSink, baseline: ResultFile | None) -> int:
     """Print and write what the run produced; the exit code."""
+    from harness import axes, render_kernels
     data = sink.save(complete=True)
     result = parse_result(data, str(sink.path))
     print(render.result_table(result))
+    best = axes.best_combinations(result.rows)
+    if best:
+        print("\n" + render_kernels.best_table(best))
+    if args.resources:
+        print("\n" + render_kernels.resources_table(result.resources))
     print(f"\nresult file: {sink.path}")
     if args.markdown:
         args.markdown.write_text(render.result_markdown(result))
@@ -323,7 +340,7 @@ def run_bench(argv: list[str]) -> int:
                       settings_record(settings, request, " ".join(build.arch_flags())))
     sink.run_info = run_record(request, devices)
     try:  # the build too: Ctrl-C at any point leaves a result file marked incomplete
-        build_and_run(request, settings, sink, args.jobs, has_gpu, args.timeout, devices)
+        build_and_run(request, settings, sink, args.jobs, has_gpu, args.timeout, devices, not args.no_breakdown)
         wall_s = time.monotonic() - started
         sink.run_info.update(wall_s=round(wall_s, 1), wall_without_build_s=round(wall_s - sink.run_info["build_s"], 1))
     except KeyboardInterrupt:
@@ -348,6 +365,9 @@ def main(argv: list[str] | None = None) -> int:
             return run_plot(argv[1:])
         if argv[:1] == ["merge"]:
             return run_merge(argv[1:])
+        from harness import commands  # new, list, resources, breakdown
+        if argv[:1] and argv[0] in commands.COMMANDS:
+            return commands.COMMANDS[argv[0]](argv[1:])
         return run_bench(argv)
     except UsageError as exc:
         print(f"run_bench.py: error: {exc}", file=sys.stderr)

@@ -23,6 +23,9 @@ Verdicts, per row and metric ("gpu" time, "call" latency):
   eager itself: FAILED (metric "status") where it is not ok in current, or missing while
   rows of its shape and dtype are there: no speedup can be judged without it.
 SLOWER, FAILED and MISSING (unless allowed) fail the gate (exit code 1).
+Spills: a build whose kernels spill to local memory in current and did not in baseline is listed in
+`spills` (a kernel that spilled in both is not); without a resource report in baseline (a schema 1 file),
+every spilling kernel of current is listed, saying so. Spills are reported, not gated: the timing decides.
 Rendering is in harness/render.py.
 """
 from __future__ import annotations
@@ -33,6 +36,7 @@ from functools import partial
 from typing import Mapping
 
 from harness.errors import CompareRefused
+from harness.resources import short_name
 from harness.resultfile import ResultFile, ResultRow, TimingStats, load_result
 from harness.shapes import display_labels
 
@@ -92,6 +96,7 @@ class Comparison:
     current_env: Mapping
     floor: float = DEFAULT_FLOOR
     allow_missing: bool = False
+    spills: tuple[str, ...] = ()  # builds that newly spill to local memory, a line each
 
     @property
     def failing(self) -> frozenset[Verdict]:
@@ -126,7 +131,7 @@ def compare_results(baseline: ResultFile, current: ResultFile, *, floor: float =
     rows += [_compare_metric(key, metric, base_index, cur_index, floor, labels[key[1]], left_out)
              for key in keys if key[0] not in NOT_COMPARED for metric in METRICS]
     return Comparison(tuple(r for r in rows if r is not None), tuple(notes), baseline.env, current.env, floor,
-                      allow_missing)
+                      allow_missing, new_spills(baseline, current))
 
 
 def _refuse_empty_comparison(current: ResultFile, base_index: dict, cur_index: dict) -> None:
@@ -146,6 +151,24 @@ def _left_out_by_choice(settings: Mapping):
     chosen = set(settings.get("variants") or ()) | set(settings.get("baselines") or ())
     recorded = "variants" in settings and "baselines" in settings
     return lambda variant: recorded and variant not in chosen
+
+
+def new_spills(baseline: ResultFile, current: ResultFile) -> tuple[str, ...]:
+    """A line per build of current whose kernels spill where baseline's did not (see the module docstring)."""
+    lines = []
+    for name, entry in sorted(current.resources.items()):
+        before = baseline.resources.get(name)
+        spilled_before = {(k.name, k.arch) for k in before.spilling()} if before else set()
+        new = [k for k in entry.spilling() if (k.name, k.arch) not in spilled_before]
+        if not new:
+            continue
+        what = "; ".join(f"{short_name(k.name)} ({k.arch}): {k.spill_stores} B stores, {k.spill_loads} B loads "
+                         f"per thread" for k in new)
+        why = ("newly spills" if before else
+               "spills (the baseline has no resource report)" if not baseline.resources else
+               "spills (not in the baseline)")
+        lines.append(f"{name} {why}: {what}")
+    return tuple(lines)
 
 
 # --- matching and numbers --------------------------------------------------------------

@@ -85,7 +85,7 @@ class Target:
     name: str
     kind: Kind
     dtypes: tuple[str, ...]
-    so_path: str = ""
+    so_path: str = ""         # the built extension; a Python variant's .py file
     module_name: str = ""
     fresh_output: bool = True   # checked to return a new tensor each call (not a graph's static buffer)
 

@@ -11,8 +11,8 @@ from harness.resultfile import ResultFile, ResultRow
 from harness.shapes import display_labels
 
 RESULT_COLUMNS = ("shape", "dtype", "variant", "status", "max abs err", "rel err", "GPU µs", "IQR",
-                  "warm call µs", "×eager GPU", "×eager call", "×best torch GPU", "×best torch call", "GB/s",
-                  "TFLOP/s", "×floor", "flags")
+                  "warm call µs", "kernels", "×eager GPU", "×eager call", "×best torch GPU", "×best torch call",
+                  "GB/s", "TFLOP/s", "×floor", "flags")
 
 
 def _fmt(x: float | None, spec: str = ".3g") -> str:
@@ -30,8 +30,9 @@ def _result_cells(r: ResultRow, label: str) -> list[str]:
     status = r.status if r.ok or not r.message else f"{r.status}: {r.message}"
     return [label, r.dtype, r.variant, _clip(status), _fmt(r.max_abs_error, ".2e"),
             _fmt(r.rel_error, ".2e"), _fmt(gpu and gpu.median, ".4g"), _fmt(gpu and gpu.iqr, ".2g"),
-            _fmt(call and call.median, ".4g"), _fmt(eager.gpu, ".2f"), _fmt(eager.call, ".2f"),
-            _fmt(best.gpu, ".2f"), _fmt(best.call, ".2f"), _fmt(r.gbps, ".4g"), _fmt(r.tflops, ".3g"),
+            _fmt(call and call.median, ".4g"), str(r.kernels.launches) if r.kernels and r.kernels.kernels else "",
+            _fmt(eager.gpu, ".2f"), _fmt(eager.call, ".2f"), _fmt(best.gpu, ".2f"), _fmt(best.call, ".2f"),
+            _fmt(r.gbps, ".4g"), _fmt(r.tflops, ".3g"),
             _fmt(r.x_floor, ".3g"), ",".join(r.flags)]
 
 
@@ -90,6 +91,7 @@ def headline(comparison: Comparison) -> str:
 def comparison_table(comparison: Comparison, tablefmt: str = "simple") -> str:
     """Terminal report: the table, worst rows first, then a note per line, then the headline."""
     lines = [_compare_rows(_by_severity(comparison.rows), tablefmt)]
+    lines += [f"SPILLS: {line}" for line in comparison.spills]
     lines += [f"note: {note}" for note in comparison.notes]
     lines.append(headline(comparison))
     return "\n".join(lines)
@@ -113,6 +115,8 @@ def comparison_markdown(comparison: Comparison) -> str:
     parts = [f"### Benchmark comparison: {headline(comparison)}",
              tabulate(env_rows, headers=("", "baseline", "current"), tablefmt="github",
                       disable_numparse=True)]
+    if comparison.spills:
+        parts.append("\n".join(f"- **spills**: {_markdown_cell(line)}" for line in comparison.spills))
     if comparison.notes:
         parts.append("\n".join(f"- {_markdown_cell(note)}" for note in comparison.notes))
     parts.append(_compare_rows(_by_severity(comparison.rows), "github", _markdown_cell))

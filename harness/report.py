@@ -8,6 +8,7 @@ from collections.abc import Mapping
 
 import numpy as np
 
+from harness import axes, breakdown, resources
 from harness.records import (BUILTIN_ROWS, FLOOR_ROW, REFERENCE_ROW, CacheMode, Device, Kind, Row, Status, Timing,
                              table_order)
 from harness.resultfile import SCHEMA
@@ -102,12 +103,14 @@ def flags(row: Row, roof, cache: CacheMode, by_key: dict | None = None) -> list[
     return out
 
 
-def row_dict(row: Row, by_key: dict, ceilings: Ceilings | None, cache: CacheMode, build: str | None = None) -> dict:
+def row_dict(row: Row, by_key: dict, ceilings: Ceilings | None, cache: CacheMode, build: str | None = None,
+             kernels: breakdown.Breakdown | None = None) -> dict:
     # The floor row launches an empty kernel: the operation's bytes and FLOPs say nothing about it.
     timed = row.gpu.summary.median if row.gpu and row.kind != Kind.FLOOR else None
     roof = roofline(row.shape, row.dtype, timed, ceilings)
     return {
         "variant": row.variant, "kind": row.kind,
+        "axes": axes.split_row_name(row.variant)[1] or None,  # NAME[BM=64]: {"BM": "64"}
         "build": build,  # <name>_<hash of source, flags, arch, torch>: which code produced the row
         "shape": {"name": row.shape.name, **row.shape.dims()}, "dtype": row.dtype,
         "status": row.status, "message": row.message,
@@ -123,17 +126,20 @@ def row_dict(row: Row, by_key: dict, ceilings: Ceilings | None, cache: CacheMode
         "unchecked": list(row.unchecked),
         "flags": flags(row, roof, cache, by_key),
         "device": {"index": row.device.index, "uuid": row.device.uuid} if row.device else None,
+        "kernels": breakdown.to_dict(kernels) if kernels else None,  # per-kernel breakdown of one call
     }
 
 
 def result_dict(rows: list[Row], env: dict, settings: dict, ceilings: Ceilings | None, complete: bool,
-                builds: dict[str, str] | None = None,
-                devices: Mapping[Device, Ceilings | None] | None = None) -> dict:
+                builds: dict[str, str] | None = None, *,
+                devices: Mapping[Device, Ceilings | None] | None = None, breakdowns: dict | None = None,
+                variant_resources: Mapping[str, resources.VariantResources] | None = None) -> dict:
     """`devices`: each GPU the rows ran on, with the ceilings measured on it; a row that ran on one is held
-    against that GPU's ceilings, other rows against `ceilings` (which older readers take as the run's)."""
+    against that GPU's ceilings, other rows against `ceilings` (which older readers take as the run's).
+    `breakdowns`: (shape, dtype, variant) -> Breakdown; `variant_resources`: variant -> VariantResources."""
     by_key = {r.key(): r for r in rows}
     ordered = sorted(rows, key=table_order)
-    builds, devices = builds or {}, devices or {}
+    builds, devices, breakdowns = builds or {}, devices or {}, breakdowns or {}
     cache = CacheMode(settings.get("cache", CacheMode.COLD_READ))
     out = {"schema": SCHEMA, "complete": complete, "env": env, "settings": settings,
            "ceilings": dataclasses.asdict(ceilings) if ceilings else None}
@@ -141,6 +147,7 @@ def result_dict(rows: list[Row], env: dict, settings: dict, ceilings: Ceilings |
         out["devices"] = [{"index": d.index, "uuid": d.uuid, "name": d.name, "host": env.get("host"),
                            "ceilings": dataclasses.asdict(c) if c else None}
                           for d, c in sorted(devices.items(), key=lambda item: item[0].index)]
+    out["resources"] = {name: resources.to_dict(entry) for name, entry in sorted((variant_resources or {}).items())}
     out["rows"] = [row_dict(r, by_key, devices.get(r.device, ceilings) if r.device else ceilings, cache,
-                            builds.get(r.variant)) for r in ordered]
+                            builds.get(r.variant), breakdowns.get(r.key())) for r in ordered]
     return out

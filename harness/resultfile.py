@@ -14,18 +14,22 @@ import tempfile
 from collections.abc import Mapping
 from pathlib import Path
 
+from harness import breakdown, resources
 from harness.errors import ResultFileError
 from harness.records import Status
 from harness.shapes import Shape
 
-# 2 added per row `gpu_warm_us`, `call_us.calls_per_sample`, `speedup.vs_torch_best`, `torch_best` and
-# `unchecked`, and to `settings` the list forms of `tokens`, `baselines` and `variants`, and one `cache`
-# mode. Schema 1 files read with defaults for these (parse_result).
+# Schema 2 added, every field optional for a reader (schema 1 files read with defaults, parse_result):
+# - per row `gpu_warm_us`, `call_us.calls_per_sample`, `speedup.vs_torch_best`, `torch_best` and `unchecked`,
+#   and to `settings` the list forms of `tokens`, `baselines` and `variants`, and one `cache` mode;
+# - top-level `resources` (per built variant, its kernels' registers, shared memory, spills, max threads,
+#   occupancy), and per row `axes` (a tuning-axes combination's values) and `kernels` (the per-kernel
+#   breakdown of one call).
 # Optional in any schema, and absent from older files: per row `device` ({index, uuid}: the GPU it ran on),
 # and top-level `devices` (each GPU with its ceilings) and `run` (GPUs, shard, sweep, wall times). Readers
 # that do not know them ignore them; merge keeps them.
-SCHEMA = 2
-READABLE_SCHEMAS = (1, 2)
+SCHEMA = 2                 # what this harness writes
+READABLE_SCHEMAS = (1, 2)  # what it reads
 REQUIRED_ROW_KEYS = ("variant", "shape", "dtype", "status")
 
 
@@ -152,6 +156,7 @@ class ResultRow:
     flags: tuple[str, ...] = ()
     unchecked: tuple[str, ...] = ()
     torch_best: Mapping[str, str | None] = dataclasses.field(default_factory=dict)  # metric -> row name
+    kernels: breakdown.Breakdown | None = None  # per-kernel breakdown of one call
 
     @property
     def ok(self) -> bool:
@@ -173,6 +178,7 @@ class ResultFile:
     settings: Mapping
     rows: tuple[ResultRow, ...]
     source: str = ""
+    resources: Mapping[str, resources.VariantResources] = dataclasses.field(default_factory=dict)
 
 
 def load_result(path) -> ResultFile:
@@ -189,8 +195,13 @@ def parse_result(data: dict, source: str = "result") -> ResultFile:
             rows.append(_parse_row(row))
         except (TypeError, ValueError, KeyError, AttributeError) as exc:
             raise ResultFileError(f"{source}: row {index} is malformed ({type(exc).__name__}: {exc})") from None
+    try:
+        built = {str(name): resources.from_dict(entry) for name, entry in (data.get("resources") or {}).items()}
+    except (TypeError, ValueError, KeyError, AttributeError) as exc:
+        raise ResultFileError(f"{source}: 'resources' is malformed ({type(exc).__name__}: {exc})") from None
     return ResultFile(schema=data["schema"], complete=data.get("complete") is not False, env=data["env"],
-                      settings=_settings(data.get("settings") or {}), rows=tuple(rows), source=source)
+                      settings=_settings(data.get("settings") or {}), rows=tuple(rows), source=source,
+                      resources=built)
 
 
 def _settings(settings: Mapping) -> dict:
@@ -234,12 +245,15 @@ def _speedups(entry) -> dict[str, Speedup]:
 
 def _parse_row(row: dict) -> ResultRow:
     error, roof = row.get("error") or {}, row.get("roofline") or {}
+    shape = Shape(**row["shape"])
+    kernels = row.get("kernels")
     return ResultRow(
-        variant=str(row["variant"]), kind=str(row.get("kind") or ""), shape=Shape(**row["shape"]),
+        variant=str(row["variant"]), kind=str(row.get("kind") or ""), shape=shape,
         dtype=str(row["dtype"]), status=str(row["status"]), message=str(row.get("message") or ""),
         build=row.get("build"), max_abs_error=_number(error.get("max_abs")), rel_error=_number(error.get("rel")),
         gpu=_timing(row.get("gpu_us")), call=_timing(row.get("call_us")), gpu_warm=_timing(row.get("gpu_warm_us")),
         speedups=_speedups(row.get("speedup")),
         gbps=_number(roof.get("gbps")), tflops=_number(roof.get("tflops")), x_floor=_number(roof.get("x_floor")),
         compile_s=_number(row.get("compile_s")), flags=tuple(str(f) for f in row.get("flags") or ()),
-        unchecked=tuple(str(c) for c in row.get("unchecked") or ()), torch_best=dict(row.get("torch_best") or {}))
+        unchecked=tuple(str(c) for c in row.get("unchecked") or ()), torch_best=dict(row.get("torch_best") or {}),
+        kernels=breakdown.from_dict(str(row["variant"]), shape, str(row["dtype"]), kernels) if kernels else None)

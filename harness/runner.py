@@ -1,11 +1,15 @@
-"""Runs every (target, shape, dtype): builds first, then one worker process per target, row by row; with
-several GPUs, one such loop per GPU over its share of the (shape, dtype) groups, each pinned to its GPU.
+"""Runs every (target, shape, dtype): builds first, then one worker process per target, row by row, and after
+a target's rows (when asked) one profiling process for its correct rows' per-kernel breakdowns; with several
+GPUs, one such loop per GPU over its share of the (shape, dtype) groups, each process pinned to its GPU.
+A target is anything with rows: a built-in row, a CUDA variant or one combination of its tuning axes, or a
+Python variant.
 
 The runner never prints: it logs progress and hands each finished row to `on_row`, so the caller
 can write the result file as rows arrive (an interrupted run keeps every row that finished).
 """
 from __future__ import annotations
 
+import concurrent.futures
 import dataclasses
 import functools
 import logging
@@ -16,8 +20,10 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-from harness import build, discover, schedule
+from harness import axes, build, discover, pyvariant, schedule
 from harness.baselines import baseline_targets
+from harness.breakdown import Breakdown
+from harness.breakdown import serve as profile_serve
 from harness.devices import pinned_call, probe_worker
 from harness.errors import HeaderError
 from harness.records import BUILTIN_ROWS, Device, Kind, Row, Settings, Status, Target, Task
@@ -44,40 +50,58 @@ TIMING_FUNCTIONS = ("empty_launch", "blocker_create", "blocker_destroy", "blocke
 class Plan:
     targets: list[Target]     # runnable: baselines, floor and the kernels that built
     rows: list[Row]           # rows already decided without a GPU: bad header, build failed, unsupported
+    resources: dict = dataclasses.field(default_factory=dict)  # target name -> its kernels' KernelResources
 
 
 def timing_extension() -> build.ExtensionSource:
     return build.ExtensionSource("timing_kernels", TIMING_KERNELS.read_text(), TIMING_DECLS, TIMING_FUNCTIONS)
 
 
-def variant_extension(spec: discover.VariantSpec) -> build.ExtensionSource:
-    return build.ExtensionSource(spec.name, spec.source, build.FORWARD_DECL + "\n", ("forward",),
-                                 spec.nvcc_flags, spec.ldflags, (str(spec.path.parent.resolve()),), spec.includes)
+def variant_extension(spec: discover.VariantSpec, combination: axes.Combination | None = None) -> build.ExtensionSource:
+    """One extension of a CUDA variant; a combination of its axes adds its -D defines."""
+    combination = combination or axes.Combination(spec.name)
+    return build.ExtensionSource(combination.build_name, spec.source, build.FORWARD_DECL + "\n", ("forward",),
+                                 (*spec.nvcc_flags, *combination.defines), spec.ldflags,
+                                 (str(spec.path.parent.resolve()),), spec.includes)
 
 
 def plan(paths: list[Path], tasks: list[Task], cache_root: Path = build.DEFAULT_CACHE,
-         jobs: int | None = None, baselines: tuple[str, ...] = BUILTIN_ROWS) -> Plan:
-    """Parse headers and build everything; each failure becomes rows, never a stopped run."""
+         jobs: int | None = None, baselines: tuple[str, ...] = BUILTIN_ROWS,
+         combinations=axes.combinations) -> Plan:
+    """Parse headers, build every combination of every CUDA variant and import-check every Python one; each
+    failure becomes rows, never a stopped run. `combinations(name, axes)` picks the combinations to build."""
     specs, rows = [], []
     for path in paths:
         try:
             specs.append(discover.load_variant(path))
         except HeaderError as exc:
             rows += [Row(path.stem, Kind.KERNEL, t.shape, t.dtype, Status.BAD_HEADER, str(exc)) for t in tasks]
-    sources = [timing_extension()] + [variant_extension(s) for s in specs]
-    built = build.build_all(sources, cache_root, jobs)
+    cuda = [(spec, c) for spec in specs if spec.language == "cuda" for c in combinations(spec.name, spec.axes)]
+    python = [spec for spec in specs if spec.language == "python"]
+    with concurrent.futures.ThreadPoolExecutor(max_workers=2) as pool:  # imports run while nvcc works
+        imported = {spec.name: pool.submit(pyvariant.import_check, spec.path) for spec in python}
+        built = build.build_all([timing_extension()] + [variant_extension(s, c) for s, c in cuda], cache_root, jobs)
+        imported = {name: future.result() for name, future in imported.items()}
     helper = built["timing_kernels"]
     if not helper.ok:
         raise RuntimeError(f"the harness's own timing kernels failed to build:\n{helper.message}")
     targets = baseline_targets(helper.so_path, helper.module_name, baselines)
-    for spec in specs:
-        result = built[spec.name]
+    resources = {}
+    for spec, combination in cuda:
+        result = built[combination.build_name]
         if not result.ok:
             message = f"{spec.path}: {result.message}" + (f" (full log: {result.log_path})" if result.log_path else "")
+            rows += [Row(combination.name, Kind.KERNEL, t.shape, t.dtype, Status.BUILD_FAILED, message) for t in tasks]
+            continue
+        targets.append(Target(combination.name, Kind.KERNEL, spec.dtypes, result.so_path, result.module_name))
+        resources[combination.name] = result.resources
+    for spec in python:
+        ok, message = imported[spec.name]
+        if not ok:
             rows += [Row(spec.name, Kind.KERNEL, t.shape, t.dtype, Status.BUILD_FAILED, message) for t in tasks]
             continue
-        targets.append(Target(spec.name, Kind.KERNEL, spec.dtypes, result.so_path, result.module_name))
-    return Plan(targets, rows)
+        targets.append(Target(spec.name, Kind.KERNEL, spec.dtypes, str(spec.path), pyvariant.module_name(spec.path)))
+    return Plan(targets, rows, resources)
 
 
 def unsupported_rows(target: Target, tasks: list[Task]) -> list[Row]:
@@ -99,6 +123,7 @@ class Processes:
     serve: Callable = serve                       # runs one target's tasks (harness/worker.py)
     ceilings: Callable = measure_ceilings_worker  # measures one device's copy bandwidth and matmul rates
     probe: Callable = probe_worker                # does a fresh process still get a working GPU?
+    profile: Callable = profile_serve             # profiles one target's rows (harness/breakdown.py)
     start_timeout_s: float = 180.0
     probe_timeout_s: float = 60.0
 
@@ -160,11 +185,13 @@ def _stop(proc) -> None:
 def run_target(target: Target, tasks: list[Task], settings: Settings, on_row: Callable[[Row], None],
                row_timeout_s: float, start_timeout_s: float = 180.0, worker: Callable = serve,
                device: Device | None = None, probe: Callable[[], str | None] | None = None,
-               stop: threading.Event | None = None) -> float:
+               stop: threading.Event | None = None,
+               on_start: Callable[[Target, Task], None] | None = None) -> float:
     """All tasks of one target; a crashed or silent worker costs its current row, then a new one starts.
     `worker` is the process's entry point (tests pass fakes that crash or hang on cue); it runs pinned to
     `device` if one is given. A worker that fails before it is ready has not run any variant code: then
     `probe` (if given) says whether the device itself is gone, and if so DeviceLost ends the target.
+    `on_start` hears which row a worker has begun (progress).
     Returns the seconds its workers took to become ready (process start, imports, CUDA context)."""
     ctx = worker_context()
     pending = list(tasks)
@@ -181,6 +208,8 @@ def run_target(target: Target, tasks: list[Task], settings: Settings, on_row: Ca
                     ready, startup_s = True, startup_s + time.monotonic() - spawned
                 elif kind == "start":
                     current = payload
+                    if on_start:
+                        on_start(target, payload)
                 elif kind == "row":
                     pending.remove(Task(payload.shape, payload.dtype))
                     on_row(payload)
@@ -200,6 +229,28 @@ def run_target(target: Target, tasks: list[Task], settings: Settings, on_row: Ca
         finally:
             _stop(proc)
     return startup_s
+
+
+def profile_target(target: Target, tasks: list[Task], settings: Settings, on_breakdown: Callable[[Breakdown], None],
+                   timeout_s: float, start_timeout_s: float = 180.0, worker: Callable = profile_serve,
+                   device: Device | None = None, stop: threading.Event | None = None) -> None:
+    """Profile one target's rows in a process of its own (harness/breakdown.py says why), pinned to `device`
+    if one is given; a crash or a hang ends only the breakdowns, never a row."""
+    proc, q = _spawn(worker_context(), f"profile-{target.name}", worker, target, tasks, settings, device=device)
+    received = 0
+    try:
+        msg = _receive(proc, q, start_timeout_s, stop)
+        while msg is not None and msg[0] != "done":
+            if msg[0] == "breakdown":
+                on_breakdown(msg[1])
+                received += 1
+            msg = _receive(proc, q, timeout_s, stop)
+        if msg is None and not _stopped(stop):
+            log.warning("%s: the profiling process %s; %d of %d row(s) have no kernel breakdown", target.name,
+                        "hung" if proc.is_alive() else f"died (exit code {proc.exitcode})",
+                        len(tasks) - received, len(tasks))
+    finally:
+        _stop(proc)
 
 
 def measure_ceilings(dtypes: list[str], timeout_s: float = 300.0, device: Device | None = None,
@@ -253,18 +304,21 @@ def assign(targets: list[Target], tasks: list[Task], devices: list[Device] | Non
 
 @dataclasses.dataclass(frozen=True)
 class _Context:
-    """What every device's share needs; `emit` and `on_ceilings` are serialized across device threads."""
+    """What every device's share needs; the callbacks are serialized across device threads."""
     settings: Settings
     emit: Callable[[Row], None]
     on_ceilings: Callable[[Device | None, Ceilings | None], None] | None
     row_timeout_s: float
     processes: Processes
     stop: threading.Event
+    on_start: Callable[[Target, Task], None] | None = None
+    on_breakdown: Callable[[Breakdown], None] | None = None
 
 
 def run_share(share: Share, targets: list[Target], cx: _Context) -> Share:
     """One device's groups, target by target, a worker process per target: the order a one-GPU run has
-    always had. If the device is lost, its remaining rows are not-run with the reason."""
+    always had. With `cx.on_breakdown`, each target's correct rows are then profiled on the same device.
+    If the device is lost, its remaining rows are not-run with the reason."""
     t0 = time.monotonic()
     device = share.device
     emit = cx.emit if device is None else (lambda row: cx.emit(dataclasses.replace(row, device=device)))
@@ -282,11 +336,21 @@ def run_share(share: Share, targets: list[Target], cx: _Context) -> Share:
         for target, runnable in todo:
             if cx.stop.is_set():
                 break
-            log.info("running %s on %d (shape, dtype) pair(s)%s", target.name, len(runnable), where)
-            startup_s += run_target(target, runnable, cx.settings, emit, cx.row_timeout_s,
+            log.debug("running %s on %d (shape, dtype) pair(s)%s", target.name, len(runnable), where)
+            correct: list[Task] = []
+
+            def deliver(row: Row) -> None:
+                if row.status == Status.OK:
+                    correct.append(Task(row.shape, row.dtype))
+                emit(row)
+
+            startup_s += run_target(target, runnable, cx.settings, deliver, cx.row_timeout_s,
                                     cx.processes.start_timeout_s, cx.processes.serve, device=device, probe=probe,
-                                    stop=cx.stop)
+                                    stop=cx.stop, on_start=cx.on_start)
             done += 1
+            if cx.on_breakdown is not None and correct and not cx.stop.is_set():
+                profile_target(target, correct, cx.settings, cx.on_breakdown, cx.row_timeout_s,
+                               cx.processes.start_timeout_s, cx.processes.profile, device=device, stop=cx.stop)
     except DeviceLost as lost:
         why = f"GPU {device.index} ({device.uuid}) lost: {lost.reason}"
         left = todo[done:] if lost.pending is None else [(todo[done][0], lost.pending)] + todo[done + 1:]
@@ -300,28 +364,31 @@ def run_share(share: Share, targets: list[Target], cx: _Context) -> Share:
 def run(plan_: Plan, tasks: list[Task], settings: Settings, on_row: Callable[[Row], None],
         row_timeout_s: float = 600.0, devices: list[Device] | None = None,
         on_ceilings: Callable[[Device | None, Ceilings | None], None] | None = None,
-        processes: Processes = Processes()) -> list[Share]:
+        processes: Processes = Processes(), on_start: Callable[[Target, Task], None] | None = None,
+        on_breakdown: Callable[[Breakdown], None] | None = None) -> list[Share]:
     """Every row of the plan. `devices`: the GPUs to spread whole (shape, dtype) groups over, one thread and
     one worker process at a time per GPU, each pinned to its GPU; None runs on this process's current GPU,
     unpinned. `on_ceilings(device, ceilings)` receives each device's ceilings, measured before its rows
-    (not measured without it). Returns what each device ran and for how long."""
+    (not measured without it). `on_start(target, task)` hears each row a worker begins (progress). With
+    `on_breakdown`, each target's correct rows are profiled after its rows, on their device, and their
+    per-kernel breakdowns handed over. Returns what each device ran and for how long."""
     stop, lock = threading.Event(), threading.Lock()
 
-    def emit(row: Row) -> None:
-        with lock:
-            if stop.is_set():  # after Ctrl-C, killed workers are not the variants' crashes
-                return
-            try:
-                on_row(row)
-            except BaseException:  # Ctrl-C or a failing handler: no other device's row gets in after it
-                stop.set()
-                raise
+    def serialized(handler: Callable) -> Callable:
+        def call(*args) -> None:
+            with lock:
+                if stop.is_set():  # after Ctrl-C, killed workers are not the variants' crashes
+                    return
+                try:
+                    handler(*args)
+                except BaseException:  # Ctrl-C or a failing handler: no other device's call gets in after it
+                    stop.set()
+                    raise
+        return call
 
-    def ceilings(device: Device | None, found: Ceilings | None) -> None:
-        with lock:
-            on_ceilings(device, found)
-
-    cx = _Context(settings, emit, ceilings if on_ceilings else None, row_timeout_s, processes, stop)
+    emit = serialized(on_row)
+    cx = _Context(settings, emit, serialized(on_ceilings) if on_ceilings else None, row_timeout_s, processes, stop,
+                  serialized(on_start) if on_start else None, serialized(on_breakdown) if on_breakdown else None)
     for row in plan_.rows:
         emit(row)
     for target in plan_.targets:

@@ -14,7 +14,7 @@ import sys
 
 import torch
 
-from harness import baselines, check, timing
+from harness import baselines, check, pyvariant, timing
 from harness.env import ClockSampler
 from harness.guard import Guard
 from harness.problem import DTYPES, Inputs, make_inputs
@@ -166,6 +166,8 @@ def serve(target: Target, tasks: list[Task], settings: Settings, queue) -> None:
             queue.put(("start", task))
             try:
                 row = run_task(target, task, settings, tools)
+            except pyvariant.BuildError as exc:  # a Python variant's import or Triton compile error
+                row = Row(target.name, target.kind, task.shape, task.dtype, Status.BUILD_FAILED, str(exc))
             except Exception as exc:
                 broken = context_broken()
                 status = Status.CRASHED if broken else Status.REJECTED

@@ -125,3 +125,26 @@ def reports_its_cuda_view(queue):
     """On a real GPU machine: what a pinned process's CUDA sees (how many GPUs, and the first one's UUID)."""
     import torch
     queue.put(("view", (torch.cuda.device_count(), str(torch.cuda.get_device_properties(0).uuid))))
+
+
+def profiles_one_then_dies(target, tasks, settings, queue):
+    """A profiling process (harness/breakdown.py) that sends one breakdown and dies in the second row."""
+    from harness.breakdown import Breakdown
+    queue.put(("ready", None))
+    queue.put(("start", tasks[0]))
+    queue.put(("breakdown", Breakdown(target.name, tasks[0].shape, tasks[0].dtype, (), 5, "fake")))
+    queue.put(("start", tasks[1]))
+    queue.close()
+    queue.join_thread()
+    os._exit(3)
+
+
+def profiles_naming_its_gpu(target, tasks, settings, queue):
+    """A profiling process whose breakdowns say, in their note, which GPU it was pinned to and its pid."""
+    from harness.breakdown import Breakdown
+    queue.put(("ready", None))
+    for task in tasks:
+        queue.put(("start", task))
+        seen = json.dumps({"visible": _pinned_to(), "pid": os.getpid()})
+        queue.put(("breakdown", Breakdown(target.name, task.shape, task.dtype, (), 5, seen)))
+    queue.put(("done", None))

@@ -1,10 +1,12 @@
-"""Adversarial variants (tests/adversarial/*.cu): each is wrong in one way, and the harness must say which.
+"""Adversarial variants (tests/adversarial/*.cu and *.py): each is wrong in one way, and the harness must say
+which.
 
-CPU part (marker `build`, no GPU): the three variants that fail to build, and the bad header, through
-runner.plan; the CLI keeps finished rows, marked incomplete, when a run is interrupted.
+CPU part (marker `build`, no GPU): the three variants that fail to build, the Python one that fails to
+import, and the bad header, through runner.plan; the CLI keeps finished rows, marked incomplete, when a run
+is interrupted.
 GPU part (marker `gpu`, the H200): the whole folder through the real command line, once; each variant's
 row must carry its own status, the correct neighbour must keep its timings, and no row may be missing.
-The run leaves out torch.compile (its compile time would dominate) and the three build failures (failed
+The run leaves out torch.compile (its compile time would dominate) and the four build failures (failed
 builds are never cached; the build tests above cover them), and uses a short row timeout: the infinite
 loop costs that much.
 """
@@ -49,11 +51,16 @@ CASES = {
     "no_forward": (Status.BUILD_FAILED, "undefined symbol"),
     "wrong_signature": (Status.BUILD_FAILED, "undefined symbol"),
     "bad_header": (Status.BAD_HEADER, "bad_header.cu:1: unknown header key 'speed'"),
+    # Python variants: the same checks, and their own build failures
+    "py_import_error": (Status.BUILD_FAILED, "No module named 'kvbench_no_such_module'"),
+    "py_triton_compile_error": (Status.BUILD_FAILED, "Triton compile error"),
+    "py_writes_input": ("wrote-input", "changed input 'hidden'"),
+    "py_rejects": (Status.REJECTED, "ValueError: rank above 32 is not supported"),
 }
 CORRECT = "correct_neighbour"
 OK_FLAGGED = {"refuses_capture": "graph-unchecked"}  # ok, but the table must show the check it skipped
 BASELINE_ROWS = ("empty-kernel", "eager", "eager-graph", "torch-2gemm")
-BUILD_FAILURES = ("compile_error", "no_forward", "wrong_signature")
+BUILD_FAILURES = ("compile_error", "no_forward", "wrong_signature", "py_import_error")
 GPU_RUN = sorted(p.stem for p in discover.discover(ADV) if p.stem not in BUILD_FAILURES)
 
 
@@ -80,8 +87,8 @@ def test_bad_header_names_file_and_line_without_building():
 
 @pytest.fixture(scope="module")
 def failing_plan():
-    """One plan (three builds that fail; failed builds are never cached) shared by the build tests."""
-    paths = [ADV / f"{name}.cu" for name in (*BUILD_FAILURES, "bad_header")]
+    """One plan (three builds and an import that fail; failed builds are never cached) shared by the build tests."""
+    paths = [p for p in discover.discover(ADV) if p.stem in (*BUILD_FAILURES, "bad_header")]
     tasks = [Task(preset("seed"), "float32"), Task(preset("deepseek-v2-lite"), "float32")]
     return runner.plan(paths, tasks), tasks
 
@@ -145,7 +152,7 @@ def test_interrupted_run_keeps_finished_rows_marked_incomplete(tmp_path, monkeyp
         return runner.Plan([floor], [Row("bad_header", Kind.KERNEL, seed, "float32", Status.BAD_HEADER,
                                          "x.cu:1: unknown")])
 
-    def fake_run(plan_, tasks, settings, on_row, row_timeout_s, devices, on_ceilings):
+    def fake_run(plan_, tasks, settings, on_row, row_timeout_s, devices, on_ceilings, **hooks):  # progress, breakdown
         assert row_timeout_s == 7 and devices == [gpu]
         for row in plan_.rows + finished:
             on_row(row)

@@ -1,25 +1,47 @@
-"""Every kernels/*.cu compiles, links and imports through the harness's own build path (CPU is enough)."""
+"""Every kernels/* variant builds (CUDA: compiles, links and imports; Python: imports) through the harness's
+own build path (CPU is enough), with ptxas's resource report kept for each CUDA build.
+
+Tuning axes multiply builds; CI (this test) builds every combination of a variant with at most
+axes.CI_ALL_COMBINATIONS_UP_TO combinations, and only the first combination of a variant with more."""
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
 
-from harness import build, discover, runner
+from harness import axes, cubin, discover, runner
+from harness.records import Kind
 
 REPO = Path(__file__).resolve().parent.parent
 pytestmark = pytest.mark.build
 
 
-def test_every_kernel_builds():
+@pytest.fixture(scope="module")
+def kernels_plan():
+    return runner.plan(discover.discover(REPO / "kernels"), [], combinations=axes.ci_combinations)
+
+
+def test_every_kernel_builds(kernels_plan):
     specs = [discover.load_variant(p) for p in discover.discover(REPO / "kernels")]
-    assert specs, "no kernels/*.cu found"
-    sources = [runner.timing_extension()] + [runner.variant_extension(s) for s in specs]
-    results = build.build_all(sources)
-    failed = {name: r.message for name, r in results.items() if not r.ok}
-    assert not failed, f"build failed: {failed}"
-    for r in results.values():
-        assert Path(r.so_path).exists()
+    assert specs, "no kernels/* variants found"
+    expected = {c.name for s in specs for c in
+                (axes.ci_combinations(s.name, s.axes) if s.language == "cuda" else [axes.Combination(s.name)])}
+    built = {t.name for t in kernels_plan.targets if t.kind == Kind.KERNEL}
+    assert not kernels_plan.rows and built == expected
+    for target in kernels_plan.targets:
+        assert Path(target.so_path).exists()
+
+
+def test_every_cuda_build_has_a_ptxas_report(kernels_plan):
+    """nvcc runs through harness/cuda/nvcc_log.sh, which keeps ptxas -v's report beside the build."""
+    cuda = [t for t in kernels_plan.targets if t.kind == Kind.KERNEL and t.so_path.endswith(".so")]
+    assert cuda
+    for target in cuda:
+        kernels = kernels_plan.resources[target.name]
+        assert kernels, f"{target.name}: no ptxas report"
+        assert all(k.registers > 0 and k.arch.startswith("sm_") for k in kernels), kernels
+        (image,) = cubin.fatbins(target.so_path)  # what the driver would load on a GPU
+        assert int.from_bytes(image[:4], "little") == cubin.FATBIN_MAGIC
 
 
 def test_cli_without_gpu_builds_and_reports_not_run(tmp_path):

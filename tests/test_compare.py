@@ -421,3 +421,37 @@ def test_rows_left_out_by_choice_are_skipped(base_result):
     assert comparison.exit_code == 0
     del current["settings"]["variants"]  # a file that does not say what it selected: the rows are missing
     assert compare(base_result, current).exit_code == 1
+# --- spills (schema 2 resource reports) ------------------------------------------------------------------
+
+def with_resources(result, spills: dict[str, int]):
+    """A schema-2 copy whose `resources` has one kernel per variant, spilling `spills[variant]` bytes."""
+    result = copy.deepcopy(result)
+    result["schema"] = 2
+    result["resources"] = {name: {"build": f"{name}_abc", "driver": None, "kernels": [
+        {"name": f"_Z6{name[:6]:<6}v", "arch": "sm_90a", "registers": 255 if n else 96, "static_smem": 0,
+         "stack": n, "spill_stores": n, "spill_loads": n}]} for name, n in spills.items()}
+    return result
+
+
+def test_a_variant_that_newly_spills_is_flagged_not_gated(base_result):
+    base = with_resources(base_result, {"two_stage": 0, "fused_tiled": 64})
+    current = with_resources(base_result, {"two_stage": 32, "fused_tiled": 64})
+    comparison = compare(base, current)
+    assert len(comparison.spills) == 1 and comparison.spills[0].startswith("two_stage newly spills: ")
+    assert "32 B stores, 32 B loads per thread" in comparison.spills[0]
+    assert comparison.exit_code == 0  # the timing decides the gate
+    assert f"SPILLS: {comparison.spills[0]}" in render_table(comparison)
+    assert "**spills**: two_stage newly spills" in render_markdown(comparison)
+
+
+def test_spills_against_a_baseline_without_resource_reports(base_result):
+    comparison = compare(base_result, with_resources(base_result, {"two_stage": 16, "fused_tiled": 0}))
+    assert comparison.spills == (
+        "two_stage spills (the baseline has no resource report): two_st (sm_90a): 16 B stores, 16 B loads per thread",)
+    assert compare(base_result, with_resources(base_result, {"two_stage": 0})).spills == ()
+
+
+def test_committed_schema_1_baselines_still_compare():
+    for path in (*REAL_RUNS, Path(__file__).resolve().parent.parent / "results" / "h200" / "baseline.json"):
+        comparison = compare_files(path, REAL_RUNS[0])
+        assert comparison.rows and comparison.spills == ()

@@ -4,7 +4,8 @@ import json
 
 import pytest
 
-from harness import cli, devices, env, runner
+from harness import cli, devices, env, resources, runner
+from harness.breakdown import Breakdown, KernelTime
 from harness.records import Device, Kind, Row, Status, Target, Timing
 from harness.roofline import Ceilings
 from harness.stats import StoppingRule, summarize
@@ -12,13 +13,20 @@ from harness.stats import StoppingRule, summarize
 GPUS = [Device(0, "GPU-aaaa", "NVIDIA H200"), Device(1, "GPU-bbbb", "NVIDIA H200")]
 SWEEP = ["--shape", "seed,deepseek-v2-lite", "--dtype", "float32,bfloat16", "--baselines", "eager",
          "--kernels", "tests/adversarial", "--variant", "correct_neighbour"]
+# Besides a plain kernel, one combination of a variant's tuning axes and a Python variant: to the scheduler
+# and to merge they are targets like any other.
 TARGETS = [Target("empty-kernel", Kind.FLOOR, ("float32", "bfloat16"), "/x/timing.so", "timing_x"),
            Target("eager", Kind.BASELINE, ("float32", "bfloat16")),
-           Target("correct_neighbour", Kind.KERNEL, ("float32",), "/x/cn.so", "correct_neighbour_1a2b")]
+           Target("correct_neighbour", Kind.KERNEL, ("float32",), "/x/cn.so", "correct_neighbour_1a2b"),
+           Target("correct_neighbour[TILE=16]", Kind.KERNEL, ("float32",), "/x/cn16.so",
+                  "correct_neighbour__TILE16_3c4d"),
+           Target("tri", Kind.KERNEL, ("bfloat16",), "/x/tri.py", "kvbench_py_tri_5e6f")]
+PTXAS = {name: (resources.KernelResources(f"_Z4gemm{i}", "sm_90a", 64 + i, 1024),)
+         for i, name in enumerate(("correct_neighbour", "correct_neighbour[TILE=16]"))}
 
 
 def fake_plan(paths, tasks, jobs=None, baselines=()):
-    return runner.Plan(TARGETS, [])
+    return runner.Plan(TARGETS, [], dict(PTXAS))
 
 
 def fake_ceilings(device: Device) -> Ceilings:
@@ -26,8 +34,9 @@ def fake_ceilings(device: Device) -> Ceilings:
                     "bfloat16": 100.0 * (device.index + 1)}, date="2026-11-30")
 
 
-def fake_run(plan_, tasks, settings, on_row, row_timeout_s, devices, on_ceilings):
-    """The GPU work: each device's share as runner.assign makes it, every row 100 µs on the GPU."""
+def fake_run(plan_, tasks, settings, on_row, row_timeout_s, devices, on_ceilings, on_start, on_breakdown):
+    """The GPU work: each device's share as runner.assign makes it, every row 100 µs on the GPU, and each
+    kernel row's breakdown: one launch of a kernel named after the GPU it ran on."""
     shares = runner.assign(plan_.targets, tasks, devices)
     timing = Timing(summarize([[100.0] * 30], StoppingRule()), "blocked-events+flush", (100.0,) * 30)
     for share in shares:
@@ -35,8 +44,12 @@ def fake_run(plan_, tasks, settings, on_row, row_timeout_s, devices, on_ceilings
         for target in plan_.targets:
             for task in share.tasks:
                 if task.dtype in target.dtypes:
+                    on_start(target, task)
                     on_row(Row(target.name, target.kind, task.shape, task.dtype, Status.OK, gpu=timing,
                                call=timing, device=share.device))
+                    if target.kind == Kind.KERNEL:
+                        kernel = KernelTime(f"gemm_on_{share.device.uuid}", "kernel", 1, 90.0)
+                        on_breakdown(Breakdown(target.name, task.shape, task.dtype, (kernel,), 5))
     return shares
 
 
@@ -50,6 +63,7 @@ def two_gpus(monkeypatch):
     monkeypatch.setattr(devices, "visible_devices", lambda: GPUS)
     monkeypatch.setattr(runner, "plan", fake_plan)
     monkeypatch.setattr(runner, "run", fake_run)
+    monkeypatch.setattr(resources, "read_loaded_in_subprocess", lambda so_paths: {})  # no driver to ask
 
 
 def bench(tmp_path, name, *argv) -> tuple[int, dict]:
@@ -117,6 +131,11 @@ def test_shards_run_apart_merge_into_the_whole_run(tmp_path, two_gpus, capsys):
     rows = json.loads(merged.read_text())["rows"]
     key = lambda r: (r["variant"], r["shape"]["name"], r["dtype"], r["status"])  # noqa: E731
     assert [key(r) for r in rows] == [key(r) for r in whole["rows"]]
+    assert {r["variant"] for r in rows} >= {"correct_neighbour[TILE=16]", "tri"}
+    for row in rows:  # each kernel row keeps the breakdown profiled on the GPU it ran on
+        if row["kind"] == "kernel":
+            assert row["kernels"]["list"][0]["name"] == f"gemm_on_{row['device']['uuid']}"
+        assert row["axes"] == ({"TILE": "16"} if row["variant"] == "correct_neighbour[TILE=16]" else None)
     capsys.readouterr()
     assert cli.main(["compare", str(tmp_path / "whole.json"), str(merged)]) == 0
     assert "gate passed" in capsys.readouterr().out

@@ -77,3 +77,31 @@ def test_build_key_follows_shared_headers(tmp_path):
     assert before != after
     (tmp_path / "notes.txt").write_text("not a header")
     assert build.build_key(src, ("-gencode=arch=compute_90,code=sm_90",)) == after
+
+
+def test_python_variant_header_and_keys(tmp_path):
+    path = tmp_path / "tri.py"
+    path.write_text("# summary: a Triton kernel\n# dtypes: bfloat16\n\nimport torch\n")
+    spec = discover.load_variant(path)
+    assert (spec.name, spec.language, spec.summary, spec.dtypes) == ("tri", "python", "a Triton kernel", ("bfloat16",))
+    cuda_only = tmp_path / "flags.py"
+    cuda_only.write_text("# nvcc-flags: -O2\n")
+    with pytest.raises(HeaderError, match="flags.py:1: unknown header key 'nvcc-flags' .*applies to .cu variants"):
+        discover.load_variant(cuda_only)
+    typo = tmp_path / "typo.py"
+    typo.write_text("# sumary: x\n")
+    with pytest.raises(HeaderError, match="typo.py:1: unknown header key 'sumary'"):
+        discover.load_variant(typo)
+
+
+def test_discover_finds_cuda_and_python_but_not_helpers(tmp_path):
+    for name in ("a.cu", "b.py", "_shared.py", "common.cuh", "notes.txt"):
+        (tmp_path / name).write_text("")
+    assert [p.name for p in discover.discover(tmp_path)] == ["a.cu", "b.py"]
+
+
+def test_two_files_of_one_name_are_a_usage_error(tmp_path):
+    (tmp_path / "dup.cu").write_text("")
+    (tmp_path / "dup.py").write_text("")
+    with pytest.raises(UsageError, match="two variants named 'dup'"):
+        discover.discover(tmp_path)

@@ -51,3 +51,36 @@ def test_workers_share_the_torch_import():
     for importing it again."""
     rows = run(fake_workers.reports_preloaded, tasks=TASKS[:1])
     assert [r.message for r in rows] == ["torch preloaded: True"]
+
+
+def test_run_profiles_only_the_correct_rows_of_each_target_after_its_timing(monkeypatch):
+    """runner.run hands each target's ok rows, once they are all timed, to the profiling process, on the device
+    the rows ran on (here: none, unpinned)."""
+    from harness.records import Row
+    events = []
+    statuses = {"seed": OK, "deepseek-v2-lite": Status.WRONG}
+
+    def fake_run_target(target, tasks, settings, on_row, row_timeout_s, *args, on_start=None, **kwargs):
+        for task in tasks:
+            if on_start:
+                on_start(target, task)
+            on_row(Row(target.name, target.kind, task.shape, task.dtype, statuses[task.shape.name]))
+        events.append(("timed", target.name))
+        return 0.0
+
+    def fake_profile(target, tasks, settings, on_breakdown, timeout_s, *args, device="unset", **kwargs):
+        events.append(("profiled", target.name, [(t.shape.name, t.dtype) for t in tasks]))
+        assert device is None
+
+    monkeypatch.setattr(runner, "run_target", fake_run_target)
+    monkeypatch.setattr(runner, "profile_target", fake_profile)
+    plan = runner.Plan([TARGET, Target("other", Kind.KERNEL, ("float32",))], [])
+    rows, started = [], []
+    runner.run(plan, TASKS, Settings(), rows.append, on_start=lambda t, task: started.append(t.name),
+               on_breakdown=lambda b: None)
+    assert events == [("timed", "fake"), ("profiled", "fake", [("seed", "float32"), ("seed", "float16")]),
+                      ("timed", "other"), ("profiled", "other", [("seed", "float32")])]
+    assert len(started) == 4 + 2 and len(rows) == 4 + 4  # "other" has two unsupported float16 rows
+    events.clear()
+    runner.run(plan, TASKS, Settings(), rows.append)  # no on_breakdown: nothing is profiled
+    assert [e[0] for e in events] == ["timed", "timed"]

@@ -1,0 +1,236 @@
+"""Per-kernel breakdown of one call: which kernels (and copies, memsets) a call launches, how many, and the
+device time of each, through torch.profiler (CUPTI); no other dependency.
+
+Apart from the timed samples: once a target's rows are checked and timed, its worker has exited, and its
+correct rows are profiled by a process of their own (`serve`, started by runner.profile_target on the
+target's device). A profiler session leaves CUPTI attached to the process that ran it (host overhead on
+every later launch), so it never shares a process with timing. Each row: the call is prepared and warmed up
+as for timing, then PROFILED_CALLS calls are recorded, each with a synchronize after it inside one
+record_function range (the row's L2 flush, when the cache mode is cold, runs before the range). A device
+activity belongs to the call whose range holds the host-side launch it correlates with (its CUPTI
+correlation id), or, lacking one, the range that holds its device start time (the call's work ends before
+its range does); activities outside every range (the flush) are dropped. Per kernel name: launches per call
+and device time per call (the median over the calls), with the first launch's grid, block, registers and
+shared memory, and its theoretical occupancy.
+
+The records and the trace parsing need no torch (result-file readers use them); profiling imports it.
+"""
+from __future__ import annotations
+
+import bisect
+import dataclasses
+import json
+import logging
+import statistics
+import tempfile
+from collections.abc import Callable
+from pathlib import Path
+
+from harness import occupancy
+from harness.shapes import Shape
+
+log = logging.getLogger(__name__)
+
+PROFILED_CALLS = 5
+RANGE_PREFIX = "kvbench.call."
+DEVICE_CATEGORIES = {"kernel": "kernel", "gpu_memcpy": "memcpy", "gpu_memset": "memset"}
+LAUNCH_CATEGORIES = ("cuda_runtime", "cuda_driver")
+
+
+@dataclasses.dataclass(frozen=True)
+class Launch:
+    """One device activity in a profiled call, from the trace."""
+    name: str
+    kind: str                             # kernel, memcpy, memset
+    start_us: float
+    device_us: float
+    grid: tuple[int, ...] | None = None
+    block: tuple[int, ...] | None = None
+    registers: int | None = None
+    smem: int | None = None               # static + dynamic shared memory per block, bytes
+
+
+@dataclasses.dataclass(frozen=True)
+class KernelTime:
+    """One kernel (by name) of a call."""
+    name: str
+    kind: str
+    count: int                            # launches per call
+    device_us: float                      # device time per call, all its launches (median over the calls)
+    grid: tuple[int, ...] | None = None   # of its first launch
+    block: tuple[int, ...] | None = None
+    registers: int | None = None
+    smem: int | None = None
+    occupancy: float | None = None        # theoretical, of its first launch
+
+
+@dataclasses.dataclass(frozen=True)
+class Breakdown:
+    variant: str
+    shape: Shape
+    dtype: str
+    kernels: tuple[KernelTime, ...]
+    calls: int                            # how many calls were profiled
+    note: str = ""                        # why it is empty, or that calls differed
+
+    @property
+    def launches(self) -> int:
+        return sum(k.count for k in self.kernels)
+
+    @property
+    def device_us(self) -> float:
+        return sum(k.device_us for k in self.kernels)
+
+    def key(self) -> tuple:
+        return (self.shape, self.dtype, self.variant)
+
+
+# ---- the trace ----------------------------------------------------------------------------------------
+
+def _dims(value) -> tuple[int, ...] | None:
+    return tuple(int(v) for v in value) if isinstance(value, list) else None
+
+
+def _int(value) -> int | None:
+    return int(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else None
+
+
+def parse_trace(trace: dict, calls: int) -> list[list[Launch]]:
+    """The device activities of each profiled call, in start order, from a chrome trace (export_chrome_trace)."""
+    events = trace.get("traceEvents", [])
+    ranges = sorted((float(e["ts"]), float(e["ts"]) + float(e.get("dur", 0)), int(e["name"][len(RANGE_PREFIX):]))
+                    for e in events if e.get("cat") == "user_annotation"
+                    and str(e.get("name", "")).startswith(RANGE_PREFIX))
+    starts = [r[0] for r in ranges]
+
+    def call_of(ts: float) -> int | None:
+        i = bisect.bisect_right(starts, ts) - 1
+        return ranges[i][2] if i >= 0 and ts <= ranges[i][1] else None
+
+    launched_at = {e["args"]["correlation"]: float(e["ts"]) for e in events
+                   if e.get("cat") in LAUNCH_CATEGORIES and "correlation" in e.get("args", {})}
+    per_call: list[list[Launch]] = [[] for _ in range(calls)]
+    for e in events:
+        kind = DEVICE_CATEGORIES.get(e.get("cat"))
+        if kind is None:
+            continue
+        args = e.get("args", {})
+        host_ts = launched_at.get(args.get("correlation"))
+        # Without its launch record (a launch API the profiler does not trace), the device start time decides.
+        index = call_of(host_ts if host_ts is not None else float(e["ts"]))
+        if index is None or not 0 <= index < calls:
+            continue
+        per_call[index].append(Launch(
+            name=str(e.get("name", "?")), kind=kind, start_us=float(e["ts"]), device_us=float(e.get("dur", 0.0)),
+            grid=_dims(args.get("grid")), block=_dims(args.get("block")),
+            registers=_int(args.get("registers per thread")), smem=_int(args.get("shared memory"))))
+    return [sorted(launches, key=lambda launch: launch.start_us) for launches in per_call]
+
+
+def aggregate(per_call: list[list[Launch]], limits: occupancy.SmLimits | None = None) -> tuple[tuple[KernelTime, ...], str]:
+    """Per kernel name, in order of first appearance: launches and device time per call (medians over calls)."""
+    per_call = [c for c in per_call if c] or per_call
+    first: dict[tuple[str, str], Launch] = {}
+    for launches in per_call:
+        for launch in launches:
+            first.setdefault((launch.name, launch.kind), launch)
+    signatures = {tuple((launch.name, launch.kind) for launch in launches) for launches in per_call}
+    note = "" if len(signatures) <= 1 else f"the launches differed between the {len(per_call)} profiled calls"
+    kernels = []
+    for (name, kind), launch in first.items():
+        counts = [sum(1 for x in launches if (x.name, x.kind) == (name, kind)) for launches in per_call]
+        times = [sum(x.device_us for x in launches if (x.name, x.kind) == (name, kind)) for launches in per_call]
+        occupied = None
+        if kind == "kernel" and launch.block and launch.registers is not None and launch.smem is not None:
+            threads = launch.block[0] * launch.block[1] * launch.block[2]
+            occupied = occupancy.occupancy(limits, threads, launch.registers, launch.smem)
+        kernels.append(KernelTime(name, kind, int(round(statistics.median(counts))), statistics.median(times),
+                                  launch.grid, launch.block, launch.registers, launch.smem, occupied))
+    return tuple(kernels), note
+
+
+# ---- profiling (GPU) ----------------------------------------------------------------------------------
+
+def profile_calls(call: Callable[[], object], flush: Callable[[], None] | None, calls: int = PROFILED_CALLS) -> dict:
+    """Record `calls` calls under torch.profiler; the chrome trace as a dict."""
+    import torch
+    from torch.profiler import ProfilerActivity, profile, record_function
+
+    with profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA]) as prof:
+        for i in range(calls):
+            if flush is not None:
+                flush()
+            torch.cuda.synchronize()
+            with record_function(f"{RANGE_PREFIX}{i}"):
+                call()
+                torch.cuda.synchronize()  # inside: the call's device work ends within its range
+    with tempfile.TemporaryDirectory() as folder:
+        path = Path(folder) / "trace.json"
+        prof.export_chrome_trace(str(path))
+        return json.loads(path.read_text())
+
+
+def profile_task(target, task, settings, flush, limits) -> Breakdown:
+    from harness import baselines, timing
+    from harness.problem import DTYPES, make_inputs
+    from harness.worker import Rotation
+
+    sets = [make_inputs(task.shape, DTYPES[task.dtype], seed=settings.seed + 1000 + i) for i in range(2)]
+    forward, _ = baselines.prepare(target, task.shape, sets[0])
+    rotation = Rotation(forward, sets)
+    timing.warm_up(rotation)
+    per_call = parse_trace(profile_calls(rotation, flush), PROFILED_CALLS)
+    kernels, note = aggregate(per_call, limits)
+    if not kernels:
+        note = note or "the profiler recorded no device activity"
+    return Breakdown(target.name, task.shape, task.dtype, kernels, PROFILED_CALLS, note)
+
+
+def serve(target, tasks, settings, queue) -> None:
+    """Profiling process entry point (runner.profile_target starts it): ("ready"), then ("start", task) and
+    ("breakdown", Breakdown) per task, then ("done")."""
+    import sys
+
+    import torch
+
+    from harness import timing
+    from harness.worker import _exit_now, _one_line, context_broken, exact_float32
+
+    logging.basicConfig(level=logging.WARNING, stream=sys.stderr)
+    torch.cuda.init()
+    stream = torch.cuda.Stream()
+    limits = occupancy.limits_for(*torch.cuda.get_device_capability())
+    queue.put(("ready", None))
+    with exact_float32(), torch.cuda.stream(stream):
+        flush = timing.L2Flush(settings.cache.flush) if settings.cache.flush else None
+        for task in tasks:
+            queue.put(("start", task))
+            try:
+                result = profile_task(target, task, settings, flush, limits)
+            except Exception as exc:
+                if context_broken():
+                    _exit_now(queue, 3)
+                result = Breakdown(target.name, task.shape, task.dtype, (), 0, f"not profiled: {_one_line(exc)}")
+            queue.put(("breakdown", result))
+    queue.put(("done", None))
+    _exit_now(queue, 0)
+
+
+# ---- the result file's form -----------------------------------------------------------------------------
+
+def to_dict(b: Breakdown) -> dict:
+    return {"launches": b.launches, "device_us": round(b.device_us, 3), "calls": b.calls, "note": b.note,
+            "list": [{**dataclasses.asdict(k), "device_us": round(k.device_us, 3),
+                      "occupancy": None if k.occupancy is None else round(k.occupancy, 3)} for k in b.kernels]}
+
+
+def from_dict(variant: str, shape: Shape, dtype: str, entry: dict) -> Breakdown:
+    kernels = tuple(KernelTime(name=str(k["name"]), kind=str(k.get("kind", "kernel")), count=int(k["count"]),
+                               device_us=float(k["device_us"]), grid=_tuple(k.get("grid")),
+                               block=_tuple(k.get("block")), registers=k.get("registers"), smem=k.get("smem"),
+                               occupancy=k.get("occupancy")) for k in entry.get("list") or ())
+    return Breakdown(variant, shape, dtype, kernels, int(entry.get("calls") or 0), str(entry.get("note") or ""))
+
+
+def _tuple(value):
+    return tuple(value) if isinstance(value, (list, tuple)) else None

@@ -1,0 +1,159 @@
+"""Per-kernel breakdown: device activities are assigned to the profiled call that launched them (by the
+profiler's correlation ids, else by time), aggregated per kernel, stored per row; the profiling process is
+handled like a worker (a crash costs only breakdowns). The profiler itself runs on the GPU (marked tests)."""
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from harness import breakdown, occupancy, render, render_kernels, report
+from harness.records import Kind, Row, Settings, Status, Target, Task
+from harness.resultfile import parse_result
+from harness.shapes import SEED
+
+REPO = Path(__file__).resolve().parent.parent
+H100 = occupancy.LIMITS[(9, 0)]
+
+
+def annotation(i, ts, dur):
+    return {"ph": "X", "cat": "user_annotation", "name": f"{breakdown.RANGE_PREFIX}{i}", "ts": ts, "dur": dur}
+
+
+def launch(corr, ts, cat="cuda_runtime", name="cudaLaunchKernel"):
+    return {"ph": "X", "cat": cat, "name": name, "ts": ts, "dur": 3, "args": {"correlation": corr}}
+
+
+def kernel(name, corr, ts, dur, cat="kernel", block=(256, 1, 1), regs=64, smem=8192):
+    args = {"correlation": corr, "grid": [4, 1, 1], "block": list(block), "registers per thread": regs,
+            "shared memory": smem} if cat == "kernel" else {"correlation": corr}
+    return {"ph": "X", "cat": cat, "name": name, "ts": ts, "dur": dur, "args": args}
+
+
+def two_calls_trace():
+    """Two calls of gemm + gemm + copy; an L2 flush launched before each call, outside the ranges."""
+    events = []
+    for i, base in enumerate((1000.0, 2000.0)):
+        events += [launch(100 + 10 * i, base - 50), kernel("flush_kernel", 100 + 10 * i, base - 40, 30),
+                   annotation(i, base, 400),
+                   launch(101 + 10 * i, base + 5), kernel("gemm", 101 + 10 * i, base + 20, 10.0 + i),
+                   launch(102 + 10 * i, base + 9), kernel("gemm", 102 + 10 * i, base + 31, 12.0),
+                   launch(103 + 10 * i, base + 12, name="cudaMemcpyAsync"),
+                   kernel("Memcpy DtoD (Device -> Device)", 103 + 10 * i, base + 44, 2.0, cat="gpu_memcpy")]
+    return {"traceEvents": events}
+
+
+def test_each_call_gets_its_own_launches_and_the_flush_is_dropped():
+    per_call = breakdown.parse_trace(two_calls_trace(), calls=2)
+    assert [[(x.name, x.kind) for x in call] for call in per_call] == [
+        [("gemm", "kernel"), ("gemm", "kernel"), ("Memcpy DtoD (Device -> Device)", "memcpy")]] * 2
+    assert per_call[1][0].device_us == 11.0 and per_call[0][0].block == (256, 1, 1)
+
+
+def test_launch_records_missing_falls_back_to_device_time():
+    trace = two_calls_trace()
+    trace["traceEvents"] = [e for e in trace["traceEvents"] if e["cat"] not in breakdown.LAUNCH_CATEGORIES]
+    per_call = breakdown.parse_trace(trace, calls=2)
+    assert [len(call) for call in per_call] == [3, 3]  # the flush kernels start before the ranges: dropped
+
+
+def test_the_launch_decides_when_device_and_host_clocks_disagree():
+    """A device start a little before its range opened (clock skew) still belongs to the call that launched it."""
+    trace = two_calls_trace()
+    for e in trace["traceEvents"]:
+        if e["cat"] == "kernel" and e["name"] == "gemm":
+            e["ts"] -= 25  # now before its range's start
+    per_call = breakdown.parse_trace(trace, calls=2)
+    assert [len(call) for call in per_call] == [3, 3]
+
+
+def test_aggregate_counts_and_times_per_call():
+    kernels, note = breakdown.aggregate(breakdown.parse_trace(two_calls_trace(), calls=2), H100)
+    gemm, copy = kernels
+    assert (gemm.name, gemm.count, gemm.kind) == ("gemm", 2, "kernel")
+    assert gemm.device_us == pytest.approx((22.0 + 23.0) / 2)  # median of the two calls' sums
+    assert (copy.kind, copy.count, copy.occupancy) == ("memcpy", 1, None)
+    assert gemm.occupancy == pytest.approx(occupancy.occupancy(H100, 256, 64, 8192))
+    assert note == ""
+
+
+def test_differing_calls_are_noted():
+    trace = two_calls_trace()
+    trace["traceEvents"] = [e for e in trace["traceEvents"] if e.get("args", {}).get("correlation") != 113]
+    kernels, note = breakdown.aggregate(breakdown.parse_trace(trace, calls=2))
+    assert note == "the launches differed between the 2 profiled calls"
+    assert [k.kind for k in kernels] == ["kernel", "memcpy"]  # the copy of the first call is still listed
+
+
+def sample_breakdown():
+    kernels, note = breakdown.aggregate(breakdown.parse_trace(two_calls_trace(), calls=2), H100)
+    return breakdown.Breakdown("mine", SEED, "float32", kernels, 2, note)
+
+
+def test_stored_per_row_and_shown_as_a_count_and_a_list():
+    b = sample_breakdown()
+    rows = [Row("mine", Kind.KERNEL, SEED, "float32", Status.OK), Row("other", Kind.KERNEL, SEED, "float32",
+                                                                       Status.WRONG, "bad")]
+    data = report.result_dict(rows, {"gpu": "x"}, {"cache": "cold-read"}, None, True, {}, breakdowns={b.key(): b})
+    parsed = parse_result(json.loads(json.dumps(data)))
+    mine = next(r for r in parsed.rows if r.variant == "mine")
+    assert mine.kernels.launches == 3 and [k.name for k in mine.kernels.kernels][0] == "gemm"
+    assert next(r for r in parsed.rows if r.variant == "other").kernels is None
+    table = render.result_table(parsed)
+    header, _, first = table.splitlines()[:3]
+    col = header.index("kernels")
+    assert first[col:col + 7].strip() == "3"
+    listing = render_kernels.breakdown_table(mine.kernels)
+    assert "gemm" in listing and "Memcpy DtoD" in listing and "3 launch(es) per call" in listing
+
+
+# ---- the profiling process: crash handling, with a fake worker ----
+
+def test_a_dying_profiler_keeps_what_it_sent(caplog):
+    import fake_workers
+
+    from harness import runner
+    got = []
+    target = Target("fake", Kind.KERNEL, ("float32", "float16"))
+    tasks = [Task(SEED, "float32"), Task(SEED, "float16")]
+    runner.profile_target(target, tasks, Settings(), got.append, timeout_s=20, start_timeout_s=20,
+                          worker=fake_workers.profiles_one_then_dies)
+    assert [b.note for b in got] == ["fake"]
+    assert "1 of 2 row(s) have no kernel breakdown" in caplog.text
+
+
+# ---- GPU ----
+
+@pytest.mark.gpu
+def test_breakdown_command_profiles_eager_and_the_floor(tmp_path):
+    """eager at the seed shape launches several kernels (three GEMMs and a copy on torch 2.11); the floor one."""
+    def run(*argv):
+        proc = subprocess.run([sys.executable, "run_bench.py", "breakdown", *argv], cwd=REPO, capture_output=True,
+                              text=True, timeout=600)
+        assert proc.returncode == 0, proc.stderr
+        return proc.stdout
+    eager = run("--variant", "eager", "--shape", "seed", "--dtype", "float32")
+    head = next(line for line in eager.splitlines() if "launch(es) per call" in line)
+    assert int(head.split(": ")[1].split()[0]) >= 3, eager
+    floor = run("--variant", "empty-kernel", "--shape", "seed", "--dtype", "float32")
+    assert ": 1 launch(es) per call" in floor, floor
+
+
+@pytest.mark.gpu
+def test_profiled_device_time_fits_inside_the_timed_gpu_time():
+    """The kernels of one profiled call take no more device time than the call's measured GPU time (a few %
+    for profiler jitter) and more than a tenth of it."""
+    from harness import runner
+    from harness.shapes import preset
+    plan = runner.plan([], [])
+    eager = next(t for t in plan.targets if t.name == "eager")
+    settings = Settings(rounds=1, timing_so=plan.targets[0].so_path, timing_module=plan.targets[0].module_name)
+    task = Task(preset("deepseek-v2-lite"), "bfloat16")
+    rows, found = [], []
+    runner.run_target(eager, [task], settings, rows.append, 300)
+    runner.profile_target(eager, [task], settings, found.append, 300)
+    (row,), (b,) = rows, found
+    assert row.status == Status.OK and b.kernels, (row, b)
+    gpu_us = row.gpu.summary.median
+    assert 0.1 * gpu_us < b.device_us < 1.1 * gpu_us, (b.device_us, gpu_us)
