@@ -6,8 +6,8 @@ import pytest
 
 from harness import build, discover, includes, runner
 from harness.errors import HeaderError, HeaderLibraryMissing
-from harness.problem import preset
-from harness.records import BUILD_FAILED, Task
+from harness.records import Status, Task
+from harness.shapes import preset
 
 VERSION_H = "#define CUTLASS_MAJOR {0}\n#define CUTLASS_MINOR {1}\n#define CUTLASS_PATCH {2} \n"
 
@@ -133,7 +133,7 @@ def test_missing_headers_make_build_failed_rows_not_a_crash(tmp_path, monkeypatc
     assert "plain" in [t.name for t in plan.targets]
     assert [r.variant for r in plan.rows] == ["needs_cutlass", "needs_cutlass"]
     for row in plan.rows:
-        assert row.status == BUILD_FAILED and "\n" not in row.message
+        assert row.status == Status.BUILD_FAILED and "\n" not in row.message
         assert "needs_cutlass.cu: CUTLASS headers from KVBENCH_CUTLASS_DIR=" in row.message
         assert "pip install --no-deps nvidia-cutlass==4.2.0.0" in row.message
     assert not (tmp_path / "cache").exists() or not any((tmp_path / "cache").iterdir())
