@@ -151,6 +151,11 @@ def resolve_ldflags(flags: tuple[str, ...], lib_dirs: list[Path]) -> list[str]:
     return out
 
 
+def resolve_libraries(src: ExtensionSource) -> tuple[header_libs.HeaderLibrary, ...]:
+    """The header libraries the source asks for, as found on this machine (HeaderLibraryMissing if not)."""
+    return tuple(header_libs.resolve(name) for name in src.header_libraries)
+
+
 def build_key(src: ExtensionSource, archs: tuple[str, ...],
               libraries: tuple[header_libs.HeaderLibrary, ...] = ()) -> str:
     h = hashlib.sha256()
@@ -178,7 +183,7 @@ def build_one(src: ExtensionSource, cache_root: Path = DEFAULT_CACHE) -> BuildRe
 
     archs = arch_flags()
     try:
-        libraries = tuple(header_libs.resolve(name) for name in src.header_libraries)
+        libraries = resolve_libraries(src)
     except HeaderLibraryMissing as exc:
         return BuildResult(src.name, ok=False, message=str(exc))
     module_name = f"{src.name}_{build_key(src, archs, libraries)}"

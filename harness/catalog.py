@@ -6,7 +6,7 @@ import dataclasses
 from pathlib import Path
 
 from harness import axes, build, discover
-from harness.errors import HeaderError
+from harness.errors import HeaderError, HeaderLibraryMissing
 
 
 @dataclasses.dataclass(frozen=True)
@@ -16,13 +16,18 @@ class Entry:
     language: str       # cuda, python, or "" for a file whose header does not parse
     dtypes: tuple[str, ...]
     axes: str           # as the header says, with the number of builds
-    build: str          # cached / not built / failed (per combination) / python / bad header
+    build: str          # cached / not built / failed / no headers (per combination) / python / bad header
     summary: str
 
 
 def build_status(src: build.ExtensionSource, cache_root: Path, archs: tuple[str, ...]) -> str:
-    """cached (a run reuses it), failed (the last attempt's log is there), or not built."""
-    folder = Path(cache_root) / f"{src.name}_{build.build_key(src, archs)}"
+    """cached (a run reuses it), failed (the last attempt's log is there), not built, or no headers (a header
+    library it includes is not on this machine: a run would fail its build)."""
+    try:
+        libraries = build.resolve_libraries(src)
+    except HeaderLibraryMissing:
+        return "no headers"
+    folder = Path(cache_root) / f"{src.name}_{build.build_key(src, archs, libraries)}"
     if any(folder.glob("*.so")):
         return "cached"
     if (folder / "build.log").exists():
@@ -33,7 +38,7 @@ def build_status(src: build.ExtensionSource, cache_root: Path, archs: tuple[str,
 def _summarize(statuses: list[str]) -> str:
     if len(statuses) == 1:
         return statuses[0]
-    counts = {s: statuses.count(s) for s in ("cached", "failed", "not built") if s in statuses}
+    counts = {s: statuses.count(s) for s in ("cached", "failed", "not built", "no headers") if s in statuses}
     return ", ".join(f"{n}/{len(statuses)} {s}" for s, n in counts.items())
 
 

@@ -137,3 +137,25 @@ def test_missing_headers_make_build_failed_rows_not_a_crash(tmp_path, monkeypatc
         assert "needs_cutlass.cu: CUTLASS headers from KVBENCH_CUTLASS_DIR=" in row.message
         assert "pip install --no-deps nvidia-cutlass==4.2.0.0" in row.message
     assert not (tmp_path / "cache").exists() or not any((tmp_path / "cache").iterdir())
+
+
+def test_list_finds_the_build_of_a_variant_with_header_libraries(tmp_path, monkeypatch):
+    """`list` computes the build key a run uses, header libraries included: a cached build is `cached`;
+    without the headers the run would fail the build, and the listing says `no headers`."""
+    from harness import catalog
+    kernels = tmp_path / "kernels"
+    kernels.mkdir()
+    (kernels / "needs_cutlass.cu").write_text("// summary: s\n// dtypes: bfloat16\n// includes: cutlass\n\n")
+    monkeypatch.setenv("TORCH_CUDA_ARCH_LIST", "9.0a")
+    monkeypatch.setenv(includes.CUTLASS_ENV, str(cutlass_tree(tmp_path / "cutlass")))
+    src = runner.variant_extension(discover.load_variant(kernels / "needs_cutlass.cu"))
+    folder = tmp_path / "cache" / f"{src.name}_{build.build_key(src, build.arch_flags(), build.resolve_libraries(src))}"
+    (entry,) = catalog.catalog(kernels, tmp_path / "cache")
+    assert entry.build == "not built"
+    folder.mkdir(parents=True)
+    (folder / f"{folder.name}.so").write_bytes(b"")  # what a finished build leaves
+    (entry,) = catalog.catalog(kernels, tmp_path / "cache")
+    assert entry.build == "cached"
+    monkeypatch.setenv(includes.CUTLASS_ENV, str(tmp_path / "nowhere"))
+    (entry,) = catalog.catalog(kernels, tmp_path / "cache")
+    assert entry.build == "no headers"
