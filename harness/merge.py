@@ -5,12 +5,12 @@ Refused, with one line naming the files (exit code 2):
 - files of different commits, a file with no commit recorded, or a dirty tree and a clean one: the rows
   would not come from one code;
 - different settings, schema, GPU model, torch or CUDA: the rows would not have been taken alike;
-- a variant built from different sources in two files;
+- a variant built from different sources in two files (its rows' or its resource report's build);
 - shards of different sweeps or splits, or one shard twice;
 - a row in two files (a duplicate if equal, a conflict if not), or one (shape, dtype) group with rows in
   two files: each row's speedup is over its own run's eager row, so a group comes whole from one run.
 Missing shards are not refused: the merged file is marked incomplete and a note names them.
-Rows are written as read, every field kept, in the table's order.
+Rows are written as read, every field kept, in the table's order; each variant's resource report is kept once.
 """
 from __future__ import annotations
 
@@ -89,15 +89,18 @@ def _check_same_conditions(a: Source, b: Source) -> None:
 
 
 def _check_builds(sources: Sequence[Source]) -> None:
+    """A variant's rows and its resource report name one build in every file."""
     seen: dict[str, tuple[str, str]] = {}  # variant -> (build, file)
     for src in sources:
-        for row in src.result.rows:
-            if not row.build:
+        named = [(row.variant, row.build) for row in src.result.rows]
+        named += [(variant, entry.build) for variant, entry in src.result.resources.items()]
+        for variant, this in named:
+            if not this:
                 continue
-            build, label = seen.setdefault(row.variant, (row.build, src.label))
-            if build != row.build:
-                raise MergeRefused(f"{row.variant} was built from different sources in {label} ({build}) and "
-                                   f"{src.label} ({row.build})")
+            build, label = seen.setdefault(variant, (this, src.label))
+            if build != this:
+                raise MergeRefused(f"{variant} was built from different sources in {label} ({build}) and "
+                                   f"{src.label} ({this})")
 
 
 def _shard(src: Source) -> tuple[int, int] | None:
@@ -168,9 +171,11 @@ def _merged(sources: Sequence[Source], complete: bool) -> dict:
     hosts = list(dict.fromkeys(str(s.result.env.get("host")) for s in sources))
     if len(hosts) > 1:
         env["host"] = ", ".join(hosts)
-    devices = []
+    devices, resources = [], {}
     for src in sources:
         devices += [d for d in src.data.get("devices") or () if d not in devices]
+        for variant, entry in (src.data.get("resources") or {}).items():
+            resources.setdefault(variant, entry)  # one build per variant (checked): one report
     typed = [(row, raw) for src in sources for row, raw in zip(src.result.rows, src.data["rows"])]
     run = {"shard": None, "sweep": (first.data.get("run") or {}).get("sweep") if _shard(first) else None,
            "merged": [{"file": s.label, "host": s.result.env.get("host"), "date": s.result.env.get("date"),
@@ -179,6 +184,8 @@ def _merged(sources: Sequence[Source], complete: bool) -> dict:
            "ceilings": first.data.get("ceilings")}
     if devices:
         out["devices"] = devices
+    if resources:
+        out["resources"] = dict(sorted(resources.items()))
     out["run"] = run
     out["rows"] = [raw for _, raw in sorted(typed, key=lambda pair: table_order(pair[0]))]
     return out

@@ -136,6 +136,7 @@ def test_shards_run_apart_merge_into_the_whole_run(tmp_path, two_gpus, capsys):
         if row["kind"] == "kernel":
             assert row["kernels"]["list"][0]["name"] == f"gemm_on_{row['device']['uuid']}"
         assert row["axes"] == ({"TILE": "16"} if row["variant"] == "correct_neighbour[TILE=16]" else None)
+    assert set(json.loads(merged.read_text())["resources"]) == set(PTXAS)
     capsys.readouterr()
     assert cli.main(["compare", str(tmp_path / "whole.json"), str(merged)]) == 0
     assert "gate passed" in capsys.readouterr().out

@@ -107,6 +107,8 @@ A, B = shards(2)
     ([A, _edited(B, lambda d: d["env"].update(torch="2.14.1"))], "ran on different torch"),
     ([A, _edited(B, lambda d: d["rows"][-1].update(build="two_stage_ffffff"))],
      "was built from different sources"),
+    ([A, _edited(B, lambda d: d.update(resources={"two_stage": {"build": "two_stage_ffffff", "kernels": []}}))],
+     "two_stage was built from different sources in"),
     ([A, A], "are both shard 1/2"),
     ([A, _edited(B, lambda d: d["run"].update(sweep="000000000000"))], "are shards of different sweeps"),
     ([A, _edited(B, lambda d: d["run"]["shard"].update(count=3))], "one of 2 shards and"),
@@ -125,6 +127,16 @@ def test_refusals_are_one_line_and_exit_2(tmp_path, capsys, files, message):
     assert code == cli.EXIT_USAGE, err
     assert message in err and err.count("\n") == 1, err
     assert not out.exists()
+
+
+def test_each_variants_resource_report_is_kept_once(tmp_path):
+    """Each shard's file holds the resource report of every build (they all built everything): the merged
+    file holds each once."""
+    report = {"build": "two_stage_1a2b3c", "driver": None, "kernels": [
+        {"name": "_Z5gemm1v", "arch": "sm_90a", "registers": 96, "static_smem": 0}]}
+    parts = [_edited(part, lambda d: d.update(resources={"two_stage": report})) for part in shards(2)]
+    code, out = merge(tmp_path, *parts)
+    assert code == 0 and json.loads(out.read_text())["resources"] == {"two_stage": report}
 
 
 def test_a_file_with_a_row_twice_is_refused(tmp_path, capsys):
