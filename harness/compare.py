@@ -35,6 +35,7 @@ from enum import StrEnum
 from functools import partial
 from typing import Mapping
 
+from harness.axes import split_row_name
 from harness.errors import CompareRefused
 from harness.resources import short_name
 from harness.resultfile import ResultFile, ResultRow, TimingStats, load_result
@@ -147,10 +148,11 @@ def _refuse_empty_comparison(current: ResultFile, base_index: dict, cur_index: d
 
 def _left_out_by_choice(settings: Mapping):
     """A predicate: was this variant not selected in the run that wrote `settings`? Files that do not
-    record their selection (schema 1) selected everything."""
+    record their selection (schema 1) selected everything. `variants` lists files: a row of one combination
+    of a file's tuning axes, NAME[BM=64], was selected with its file NAME."""
     chosen = set(settings.get("variants") or ()) | set(settings.get("baselines") or ())
     recorded = "variants" in settings and "baselines" in settings
-    return lambda variant: recorded and variant not in chosen
+    return lambda variant: recorded and split_row_name(variant)[0] not in chosen
 
 
 def new_spills(baseline: ResultFile, current: ResultFile) -> tuple[str, ...]:

@@ -421,6 +421,26 @@ def test_rows_left_out_by_choice_are_skipped(base_result):
     assert comparison.exit_code == 0
     del current["settings"]["variants"]  # a file that does not say what it selected: the rows are missing
     assert compare(base_result, current).exit_code == 1
+def test_a_combination_of_a_selected_file_is_missing_not_skipped(base_result):
+    """`settings.variants` lists files; a row of one combination of a file's tuning axes, NAME[TILE=16],
+    belongs to the file NAME: missing from a run that selected NAME, it is MISSING; from one that did not,
+    SKIPPED."""
+    baseline = copy.deepcopy(base_result)
+    for row in baseline["rows"]:
+        if row["variant"] == "two_stage":
+            row["variant"] = "two_stage[TILE=16]"
+    current = copy.deepcopy(baseline)
+    current["rows"] = [r for r in current["rows"] if r["variant"] != "two_stage[TILE=16]"]
+    kernels = sorted({r["variant"] for r in current["rows"] if r["kind"] == "kernel"})
+    baselines = sorted({r["variant"] for r in current["rows"] if r["kind"] != "kernel"})
+    current["settings"].update(variants=[*kernels, "two_stage"], baselines=baselines)
+    verdicts = {r.verdict for r in compare(baseline, current).rows if r.variant == "two_stage[TILE=16]"}
+    assert verdicts == {Verdict.MISSING}
+    current["settings"]["variants"] = kernels
+    verdicts = {r.verdict for r in compare(baseline, current).rows if r.variant == "two_stage[TILE=16]"}
+    assert verdicts == {Verdict.SKIPPED}
+
+
 # --- spills (schema 2 resource reports) ------------------------------------------------------------------
 
 def with_resources(result, spills: dict[str, int]):
