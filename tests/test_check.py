@@ -78,7 +78,6 @@ def test_layout():
 
 # ---- behaviour checks on CPU, with fake forwards: caches, static buffers, another stream ----
 
-from harness.problem import Inputs  # noqa: E402
 from harness.records import CheckResult  # noqa: E402
 from harness.shapes import Shape  # noqa: E402
 

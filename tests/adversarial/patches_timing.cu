@@ -9,18 +9,20 @@
 
 torch::Tensor forward(torch::Tensor hidden, torch::Tensor w_down, torch::Tensor w_up_k, torch::Tensor w_up_v,
                       int64_t kv_heads) {
-  TORCH_CHECK(hidden.is_cuda() && hidden.is_contiguous() && hidden.scalar_type() == torch::kFloat32,
-              "hidden must be a contiguous float32 CUDA tensor");
   static bool patched = false;
   if (!patched) {  // the cheat under test: the timing runs in this process, so it can be rebound
     patched = true;
     pybind11::gil_scoped_acquire gil;
+    pybind11::dict scope;
+    scope["__builtins__"] = pybind11::module_::import("builtins");
     pybind11::exec(R"(
 import torch
 _real_elapsed_time = torch.cuda.Event.elapsed_time
 torch.cuda.Event.elapsed_time = lambda self, end: _real_elapsed_time(self, end) / 4
-)");
+)", scope);
   }
+  TORCH_CHECK(hidden.is_cuda() && hidden.is_contiguous() && hidden.scalar_type() == torch::kFloat32,
+              "hidden must be a contiguous float32 CUDA tensor");
   const int64_t b = hidden.size(0), s = hidden.size(1), d = hidden.size(2);
   const int64_t rank = w_down.size(1), n = w_up_k.size(1);
   auto out = torch::empty({b, s, 2, kv_heads, n / kv_heads}, hidden.options());
