@@ -225,27 +225,7 @@ fused_mla_kernel(const T* __restrict__ hidden, const T* __restrict__ w_down, con
             const int jt = cc / nK2, kc = cc - jt * nK2;
             const int k0 = kc * BK, n0 = jt * BN;
             // B: [w_up_k | w_up_v][k0 : k0+BK, n0 : n0+BN] -> Bs[k][n]  (column c < N: k, else v)
-            if (vec_up) {  // N % V == 0: a vector never straddles the k|v boundary
-                constexpr int VPR = BN / V;
-#pragma unroll
-                for (int v = tid; v < BK * VPR; v += NT) {
-                    const int r = v / VPR, nv = (v - r * VPR) * V;
-                    const int kr = k0 + r, col = n0 + nv;
-                    const bool p = kr < R && col < N2;
-                    const T* src = w_up_k;
-                    if (p) src = (col < N) ? w_up_k + int64_t(kr) * N + col : w_up_v + int64_t(kr) * N + (col - N);
-                    cp_async16(Bs + r * BN + nv, src, p);
-                }
-            } else {
-                for (int e = tid; e < BK * BN; e += NT) {
-                    const int r = e / BN, nn = e - r * BN;
-                    const int kr = k0 + r, col = n0 + nn;
-                    T val = from_f<T>(0.f);
-                    if (kr < R && col < N2)
-                        val = (col < N) ? w_up_k[int64_t(kr) * N + col] : w_up_v[int64_t(kr) * N + (col - N)];
-                    Bs[r * BN + nn] = val;
-                }
-            }
+            stage_w_up_tile<T, BK, BN, NT>(Bs, w_up_k, w_up_v, k0, n0, R, N, vec_up, tid);
         }
     };
 
@@ -684,19 +664,10 @@ bool run_fused_tc(const torch::Tensor& hidden, const torch::Tensor& w_down, cons
                   const torch::Tensor& w_up_v, torch::Tensor& out, int M, int D, int R, int N) {
     const int dev = hidden.get_device();
     cudaStream_t stream = at::cuda::getCurrentCUDAStream();
-    if (!mla::shape_ok(D, R, N, hidden.data_ptr(), w_down.data_ptr(), w_up_k.data_ptr(), w_up_v.data_ptr(),
-                       out.data_ptr()))
-        return false;
-    if (!hop::sm90a_kernels_built(dev, stream)) return false;
-    const kv::DevInfo info = kv::dev_info(dev);
-    if (info.optin < mla::Cfg<128>::SMEM_ALLOC || info.optin < mla::Cfg<64>::SMEM_ALLOC) return false;
     const int bm = M <= 128 ? 64 : 128;
-    const size_t need = size_t(kv::cdiv(M, bm)) * (kv::cdiv(R, mla::BN) + 2);
-    if (mla::counters_if_ready(dev, need) == nullptr) {  // allocated outside a stream capture only
-        cudaStreamCaptureStatus cap = cudaStreamCaptureStatusNone;
-        C10_CUDA_CHECK(cudaStreamIsCapturing(stream, &cap));
-        if (cap != cudaStreamCaptureStatusNone) return false;
-    }
+    const size_t need = size_t(kv::cdiv(M, bm)) * (kv::cdiv(R, mla::BN) + 2);  // split counters, ready and consumed flags
+    kv::DevInfo info;
+    if (!mla::tc_path_ready(hidden, w_down, w_up_k, w_up_v, out, D, R, N, need, 0, dev, stream, info)) return false;
     if (bm == 64)
         launch_fused_tc<T, 64>(hidden, w_down, w_up_k, w_up_v, out, M, D, R, N, dev, info.sms, stream);
     else

@@ -164,4 +164,34 @@ __device__ __forceinline__ void cp_async_commit() { asm volatile("cp.async.commi
 template <int N>
 __device__ __forceinline__ void cp_async_wait() { asm volatile("cp.async.wait_group %0;\n" ::"n"(N) : "memory"); }
 
+// SIMT paths: stage the tile [w_up_k | w_up_v][k0 : k0+BK, n0 : n0+BN] into Bs[k][n] (row pitch BN), zeros outside
+// R x 2N; NT threads, thread `tid` takes every NT-th element or 16-byte vector. `vec`: N and the pointers allow
+// 16-byte vectors, so one never straddles the k|v boundary and cp.async copies it (the caller commits the group).
+template <typename T, int BK, int BN, int NT>
+__device__ __forceinline__ void stage_w_up_tile(T* Bs, const T* w_up_k, const T* w_up_v, int k0, int n0, int R, int N,
+                                                bool vec, int tid) {
+    constexpr int V = 16 / int(sizeof(T));
+    const int N2 = 2 * N;
+    if (vec) {
+        constexpr int VPR = BN / V;
+#pragma unroll
+        for (int v = tid; v < BK * VPR; v += NT) {
+            const int r = v / VPR, nv = (v - r * VPR) * V;
+            const int kr = k0 + r, col = n0 + nv;
+            const bool p = kr < R && col < N2;
+            const T* src = w_up_k;
+            if (p) src = (col < N) ? w_up_k + int64_t(kr) * N + col : w_up_v + int64_t(kr) * N + (col - N);
+            cp_async16(Bs + r * BN + nv, src, p);
+        }
+    } else {
+        for (int e = tid; e < BK * BN; e += NT) {
+            const int r = e / BN, nn = e - r * BN;
+            const int kr = k0 + r, col = n0 + nn;
+            T val = from_f<T>(0.f);
+            if (kr < R && col < N2) val = (col < N) ? w_up_k[int64_t(kr) * N + col] : w_up_v[int64_t(kr) * N + (col - N)];
+            Bs[r * BN + nn] = val;
+        }
+    }
+}
+
 }  // namespace kv

@@ -504,6 +504,26 @@ static inline int* counters(int dev, size_t n, cudaStream_t stream) {
     return c.buf[dev];
 }
 
+// The checks of every tensor-core entry before it launches: shape_ok, sm_90a code in this build and on this device,
+// shared memory for both tile heights and for `extra_smem` (a caller's own schedule), and `need` counters allocated,
+// now if need be (a buffer cannot grow inside a stream capture, so a capture falls back). False: the SIMT path.
+inline bool tc_path_ready(const torch::Tensor& hidden, const torch::Tensor& w_down, const torch::Tensor& w_up_k,
+                          const torch::Tensor& w_up_v, const torch::Tensor& out, int D, int R, int N, size_t need,
+                          int extra_smem, int dev, cudaStream_t stream, kv::DevInfo& info) {
+    if (!shape_ok(D, R, N, hidden.data_ptr(), w_down.data_ptr(), w_up_k.data_ptr(), w_up_v.data_ptr(), out.data_ptr()))
+        return false;
+    if (!hop::sm90a_kernels_built(dev, stream)) return false;
+    info = kv::dev_info(dev);
+    if (info.optin < Cfg<128>::SMEM_ALLOC || info.optin < Cfg<64>::SMEM_ALLOC || info.optin < extra_smem) return false;
+    if (counters_if_ready(dev, need) == nullptr) {
+        cudaStreamCaptureStatus cap = cudaStreamCaptureStatusNone;
+        C10_CUDA_CHECK(cudaStreamIsCapturing(stream, &cap));
+        if (cap != cudaStreamCaptureStatusNone) return false;
+        counters(dev, need, stream);
+    }
+    return true;
+}
+
 // static: the "attribute set" flag must belong to this extension's kernel, not be shared (GNU unique) with
 // another loaded variant that includes this header.
 template <typename T, int BM>

@@ -78,27 +78,7 @@ up_stack_kernel(const float* __restrict__ lat, const T* __restrict__ w_up_k, con
             }
         }
         // B: [w_up_k | w_up_v][k0 : k0+BK, n0 : n0+BN]
-        if (vec_b) {  // N % V == 0: a vector never straddles the k|v boundary
-            constexpr int VPR = BN / V;
-#pragma unroll
-            for (int v = tid; v < BK * VPR; v += NT) {
-                const int r = v / VPR, nv = (v - r * VPR) * V;
-                const int kr = k0 + r, col = n0 + nv;
-                const bool p = kr < R && col < N2;
-                const T* src = w_up_k;
-                if (p) src = (col < N) ? w_up_k + int64_t(kr) * N + col : w_up_v + int64_t(kr) * N + (col - N);
-                cp_async16(Bs + r * BN + nv, src, p);
-            }
-        } else {
-            for (int e = tid; e < B_ELEMS; e += NT) {
-                const int r = e / BN, nn = e - r * BN;
-                const int kr = k0 + r, col = n0 + nn;
-                T val = from_f<T>(0.f);
-                if (kr < R && col < N2)
-                    val = (col < N) ? w_up_k[int64_t(kr) * N + col] : w_up_v[int64_t(kr) * N + (col - N)];
-                Bs[r * BN + nn] = val;
-            }
-        }
+        stage_w_up_tile<T, BK, BN, NT>(Bs, w_up_k, w_up_v, k0, n0, R, N, vec_b, tid);
     };
 
     float acc[TM][TN];
@@ -288,20 +268,10 @@ bool run_two_stage_tc(const torch::Tensor& hidden, const torch::Tensor& w_down, 
                       const torch::Tensor& w_up_v, torch::Tensor& out, int M, int D, int R, int N) {
     const int dev = hidden.get_device();
     cudaStream_t stream = at::cuda::getCurrentCUDAStream();
-    if (!mla::shape_ok(D, R, N, hidden.data_ptr(), w_down.data_ptr(), w_up_k.data_ptr(), w_up_v.data_ptr(),
-                       out.data_ptr()))
+    kv::DevInfo info;
+    if (!mla::tc_path_ready(hidden, w_down, w_up_k, w_up_v, out, D, R, N, 1, PINGPONG ? mla_pp::SMEM_ALLOC : 0, dev,
+                            stream, info))
         return false;
-    if (!hop::sm90a_kernels_built(dev, stream)) return false;
-    const kv::DevInfo info = kv::dev_info(dev);
-    if (info.optin < mla::Cfg<128>::SMEM_ALLOC || info.optin < mla::Cfg<64>::SMEM_ALLOC) return false;
-    if (PINGPONG && info.optin < mla_pp::SMEM_ALLOC) return false;
-    // The counter buffer is allocated outside a capture only; the first call of a process is never captured here.
-    if (mla::counters_if_ready(dev, 1) == nullptr) {
-        cudaStreamCaptureStatus cap = cudaStreamCaptureStatusNone;
-        C10_CUDA_CHECK(cudaStreamIsCapturing(stream, &cap));
-        if (cap != cudaStreamCaptureStatusNone) return false;
-        mla::counters(dev, 1, stream);
-    }
     if (M <= 128)
         launch_two_stage_tc<T, 64, PINGPONG>(hidden, w_down, w_up_k, w_up_v, out, M, D, R, N, dev, info.sms, stream);
     else

@@ -1,0 +1,72 @@
+#!/usr/bin/env bash
+# One session's H200 measurements, in two calls on the two-GPU machine (nvidia-h200-x2). Everything is
+# written under /tmp/gpu-session/phase<N> and packed into $OUT/phase<N>.tgz (the device tool returns few files).
+#   PHASE=1: build every variant once with no GPU visible (later steps find the builds cached), a hang guard
+#            for two_stage_pp (its ping-pong consumers wait on each other's barriers), then the bf16/fp16 sweep
+#            spread over both GPUs.
+#   PHASE=2: the GPU tests on GPU 1 beside the float32 sweep on GPU 0, then the multi-GPU check
+#            (scripts/multi_gpu_check.sh). Builds again if the machine is a fresh one.
+# A sweep cut by its time limit gets SIGINT: the harness keeps its finished rows (the file says complete: false).
+# The machine gets the tree without .git: pass KVBENCH_COMMIT=<sha>; CUTLASS headers travel as third_party/cutlass.
+#   KVBENCH_COMMIT=$(git rev-parse HEAD) PHASE=1 scripts/gpu_session.sh
+set -uo pipefail
+cd "$(dirname "$0")/.."
+phase=${PHASE:-1}
+work=/tmp/gpu-session/phase$phase
+mkdir -p "$work"
+out=${OUT:-/tmp/out}
+mkdir -p "$out"
+pack() { tar -czf "$out/phase$phase.tgz" -C "$work" .; }
+trap pack EXIT
+export PYTHONUNBUFFERED=1 KVBENCH_CUTLASS_DIR=${KVBENCH_CUTLASS_DIR:-third_party/cutlass}
+export TORCH_CUDA_ARCH_LIST=${TORCH_CUDA_ARCH_LIST:-9.0a}
+py=${PYTHON:-python3}
+presets=seed,deepseek-v2-lite,deepseek-v2,deepseek-v3,kimi-k2,minicpm3
+stamp() { echo "[$(date +%T)] $*"; }
+# two_stage_pp is left out of every step once its guard failed (the mark survives between calls on a warm machine).
+variants=all
+if [ -f /tmp/gpu-session/drop-pingpong ]; then
+  variants=$(ls kernels/*.cu kernels/*.py | xargs -n1 basename | sed 's/\.[a-z]*$//' | grep -vx two_stage_pp | paste -sd,)
+fi
+sweep() {  # NAME DTYPES DEVICES: the preset sweep at decode, mid and prefill sizes
+  # shellcheck disable=SC2086
+  timeout -s INT "${SWEEP_S:-330}" $py run_bench.py --variant "$variants" --shape $presets --tokens 64,512,4096 \
+    --baselines eager,eager-graph,torch-2gemm --budget 0.2 --rounds 1 --timeout 120 --allow-failures --no-breakdown \
+    --dtype "$2" --devices "$3" --json "$work/$1.json" --markdown "$work/$1.md" > "$work/$1.log" 2>&1
+  echo "$1: exit $?, $(grep '^wall time' "$work/$1.log" || tail -1 "$work/$1.log")"
+}
+build() {
+  CUDA_VISIBLE_DEVICES= timeout 300 $py run_bench.py --variant all --shape seed --json "$work/build.json" \
+    > "$work/build.log" 2>&1 &
+  CUDA_VISIBLE_DEVICES= timeout 300 $py run_bench.py --kernels tests/adversarial --variant all --shape seed \
+    --json "$work/build-adv.json" > "$work/build-adv.log" 2>&1 &
+  wait
+  grep -h "wall time\|FAILED" "$work/build.log" "$work/build-adv.log" | head
+}
+
+{ nvidia-smi; nvidia-smi -q -d CLOCK,POWER; $py -c 'import torch, triton; print(torch.__version__, triton.__version__)'; nproc; } \
+  > "$work/machine.txt" 2>&1
+stamp "build (phase $phase)"
+build
+if [ "$phase" = 1 ]; then
+  stamp "two_stage_pp hang guard"
+  if ! timeout 90 $py scripts/tc_check.py two_stage_pp bfloat16 deepseek-v3:4096 "b=2,s=2000,d=64,rank=16,heads=16,head_dim=128" \
+       "b=1,s=1380,d=200,rank=136,heads=16,head_dim=128" > "$work/pingpong-check.log" 2>&1; then
+    echo "two_stage_pp failed its check or hung: left out of every later step"
+    touch /tmp/gpu-session/drop-pingpong
+    variants=$(ls kernels/*.cu kernels/*.py | xargs -n1 basename | sed 's/\.[a-z]*$//' | grep -vx two_stage_pp | paste -sd,)
+  fi
+  tail -4 "$work/pingpong-check.log"
+  stamp "bf16/fp16 sweep on both GPUs"
+  sweep sweep-16bit bfloat16,float16 0,1
+else
+  stamp "GPU tests on GPU 1, float32 sweep on GPU 0"
+  CUDA_VISIBLE_DEVICES=1 timeout 300 $py -m pytest -q -m "gpu or build" -p no:cacheprovider > "$work/gpu-tests.log" 2>&1 &
+  SWEEP_S=${SWEEP_S:-200} sweep sweep-fp32 float32 0
+  wait
+  tail -3 "$work/gpu-tests.log"
+  stamp "multi-GPU check"
+  OUT="$work/multi" timeout "${MULTI_S:-200}" scripts/multi_gpu_check.sh > "$work/multi-gpu.log" 2>&1
+  tail -8 "$work/multi-gpu.log"
+fi
+stamp done

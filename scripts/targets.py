@@ -1,0 +1,128 @@
+"""Issue 9's targets, read from result files the harness wrote: each target's measured ratio, the bar, and which
+row met it or came closest. Nothing is measured here; rows come from the files as they are.
+    python3 scripts/targets.py results/2026-11-30-h200-sweep-16bit.json results/2026-11-30-h200-sweep-fp32.json
+Hand-written variants are the kernels/ variants other than the library designs (cuBLAS: cublas_stack, tf32x3;
+CUTLASS: cutlass_2gemm); the targets' ratios are of GPU time (median, cold L2), within one file.
+"""
+import json
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+from harness.shapes import MODEL_PRESETS, SEED  # noqa: E402
+
+LIBRARY_VARIANTS = {"cublas_stack", "cutlass_2gemm", "tf32x3"}
+
+
+def shape_name(shape):
+    dims = (shape["d"], shape["rank"], shape["heads"], shape["head_dim"])
+    if shape["b"] == SEED.b and shape["s"] == SEED.s and dims == (SEED.d, SEED.rank, SEED.heads, SEED.head_dim):
+        return "seed", None
+    for name, preset_dims in MODEL_PRESETS.items():
+        if dims == preset_dims and shape["b"] == 1:
+            return name, shape["s"]
+    return None, None
+
+
+def load(paths):
+    """{(preset, tokens, dtype): {variant: row}} of the rows with a GPU time; a group comes whole from one file (the
+    last file that has it), so no ratio mixes two runs."""
+    groups = {}
+    for path in paths:
+        in_file = {}
+        for row in json.loads(Path(path).read_text())["rows"]:
+            name, tokens = shape_name(row["shape"])
+            if name is None or row["status"] != "ok" or not row.get("gpu_us"):
+                continue
+            in_file.setdefault((name, tokens, row["dtype"]), {})[row["variant"]] = row
+        groups.update(in_file)
+    return groups
+
+
+def us(row):
+    return row["gpu_us"]["median"]
+
+
+def hand_written(rows):
+    return {v: r for v, r in rows.items() if r["kind"] == "kernel" and v not in LIBRARY_VARIANTS}
+
+
+def best(rows):
+    variant = min(rows, key=lambda v: us(rows[v]))
+    return variant, rows[variant]
+
+
+def floor_target(groups, number, preset, tokens, bar):
+    rows = groups.get((preset, tokens, "bfloat16"))
+    if not rows:
+        return f"{number}. {preset} {tokens} bf16: not in these files"
+    variant, row = best({v: r for v, r in rows.items() if r["kind"] == "kernel"})
+    floor = row["roofline"]["floor_us"]
+    ratio = us(row) / floor
+    hand = hand_written(rows)
+    hand_variant, hand_row = best(hand) if hand else (None, None)
+    others = ", ".join(f"{n} {us(rows[n]):.1f}" for n in ("eager", "torch-2gemm") if n in rows)
+    if hand_row is not None and hand_variant != variant:
+        others += f"; best hand-written {hand_variant} {us(hand_row):.1f} = {us(hand_row) / floor:.2f}x"
+    return (f"{number}. {preset} {tokens} bf16: best kernel {variant} {us(row):.1f} us = {ratio:.2f}x floor "
+            f"({floor:.1f} us), bar <= {bar}x: {'MET' if ratio <= bar else 'not met'} ({others})")
+
+
+def sweep_target(groups):
+    lines, misses = [], 0
+    for (preset, tokens, dtype), rows in sorted(groups.items(), key=lambda kv: (kv[0][2], kv[0][0], kv[0][1] or 0)):
+        if dtype == "float32" or "torch-2gemm" not in rows or "eager" not in rows:
+            continue
+        hand = hand_written(rows)
+        if not hand:
+            continue
+        variant, row = best(hand)
+        beats = us(row) < us(rows["torch-2gemm"])
+        slowest = max((v for v in rows if rows[v]["kind"] == "kernel"), key=lambda v: us(rows[v]))
+        worst = us(rows[slowest]) / us(rows["eager"])
+        ok = beats and worst <= 2.0
+        misses += not ok
+        lines.append(f"   {'ok  ' if ok else 'MISS'} {preset:16} {tokens or '':>5} {dtype:8}: fastest hand-written "
+                     f"{variant} {us(row):.1f} us vs torch-2gemm {us(rows['torch-2gemm']):.1f} "
+                     f"({us(rows['torch-2gemm']) / us(row):.2f}x); slowest kernel {slowest} {worst:.2f}x eager")
+    head = f"5. every preset x tokens in bf16 and fp16: {len(lines) - misses} of {len(lines)} groups meet it"
+    return [head, *lines]
+
+
+def fp32_targets(groups):
+    out = []
+    rows = groups.get(("deepseek-v3", 4096, "float32"))
+    if rows and "eager" in rows:
+        variant, row = best({v: r for v, r in rows.items() if r["kind"] == "kernel"})
+        ratio = us(rows["eager"]) / us(row)
+        out.append(f"6. deepseek-v3 4096 fp32: best kernel {variant} {us(row):.0f} us, {ratio:.2f}x eager "
+                   f"({us(rows['eager']):.0f} us), bar >= 1.5x: {'MET' if ratio >= 1.5 else 'not met'}")
+    else:
+        out.append("6. deepseek-v3 4096 fp32: not in these files")
+    rows = groups.get(("seed", None, "float32"))
+    if rows and {"fused_tiled", "empty-kernel", "eager"} <= rows.keys():
+        fused = us(rows["fused_tiled"])
+        x_empty = fused / us(rows["empty-kernel"])
+        x_eager = us(rows["eager"]) / fused
+        met = x_empty <= 1.5 and x_eager >= 5
+        out.append(f"7. seed fp32: fused_tiled {fused:.2f} us = {x_empty:.2f}x the empty kernel (bar <= 1.5), "
+                   f"{x_eager:.2f}x eager (bar >= 5): {'MET' if met else 'not met'}")
+    else:
+        out.append("7. seed fp32: not in these files")
+    return out
+
+
+def main(paths):
+    groups = load(paths)
+    print(floor_target(groups, 1, "deepseek-v3", 4096, 1.15))
+    print(floor_target(groups, 2, "deepseek-v2-lite", 4096, 1.3))
+    print(floor_target(groups, 3, "deepseek-v3", 512, 1.3))
+    print(floor_target(groups, 4, "deepseek-v3", 64, 1.5))
+    print("\n".join(sweep_target(groups)))
+    print("\n".join(fp32_targets(groups)))
+
+
+if __name__ == "__main__":
+    if len(sys.argv) < 2:
+        sys.exit("usage: targets.py RESULT.json [RESULT.json ...]")
+    main(sys.argv[1:])

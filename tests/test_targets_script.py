@@ -1,0 +1,67 @@
+"""scripts/targets.py reads issue 9's targets from result files: the verdicts follow the rows' GPU times, library
+designs do not count as hand-written, and a group's ratios never mix two files."""
+import importlib.util
+import json
+from pathlib import Path
+
+import pytest
+
+SCRIPT = Path(__file__).resolve().parent.parent / "scripts" / "targets.py"
+
+
+@pytest.fixture(scope="module")
+def targets():
+    spec = importlib.util.spec_from_file_location("targets", SCRIPT)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+V3 = {"d": 7168, "rank": 512, "heads": 128, "head_dim": 128}
+
+
+def row(variant, us, tokens=4096, dtype="bfloat16", kind="kernel", floor=200.0, status="ok"):
+    return {"variant": variant, "kind": kind, "status": status, "dtype": dtype,
+            "shape": {"name": "deepseek-v3", "b": 1, "s": tokens, **V3},
+            "gpu_us": {"median": us}, "roofline": {"floor_us": floor}}
+
+
+def write(tmp_path, name, rows):
+    path = tmp_path / name
+    path.write_text(json.dumps({"rows": rows}))
+    return path
+
+
+def baselines(tokens=4096, dtype="bfloat16"):
+    return [row("eager", 400.0, tokens, dtype, "baseline"), row("torch-2gemm", 280.0, tokens, dtype, "baseline")]
+
+
+def test_floor_target_met_and_missed(tmp_path, targets):
+    met = targets.load([write(tmp_path, "a.json", [*baselines(), row("two_stage", 220.0)])])
+    assert "MET" in targets.floor_target(met, 1, "deepseek-v3", 4096, 1.15)
+    missed = targets.load([write(tmp_path, "b.json", [*baselines(), row("two_stage", 240.0)])])
+    line = targets.floor_target(missed, 1, "deepseek-v3", 4096, 1.15)
+    assert "not met" in line and "1.20x floor" in line
+
+
+def test_library_rows_do_not_count_as_hand_written(tmp_path, targets):
+    rows = [*baselines(), row("cutlass_2gemm", 200.0), row("two_stage", 300.0)]
+    lines = targets.sweep_target(targets.load([write(tmp_path, "a.json", rows)]))
+    assert lines[0].endswith("0 of 1 groups meet it")
+    assert "fastest hand-written two_stage" in lines[1]
+
+
+def test_failed_rows_and_slow_variants(tmp_path, targets):
+    rows = [*baselines(), row("two_stage", 250.0), row("fused_tiled", 900.0)]  # 2.25x eager
+    lines = targets.sweep_target(targets.load([write(tmp_path, "a.json", rows)]))
+    assert "MISS" in lines[1] and "fused_tiled 2.25x eager" in lines[1]
+    rows[-1] = row("fused_tiled", 1.0, status="wrong")  # a failed row has no say in the speed targets
+    lines = targets.sweep_target(targets.load([write(tmp_path, "b.json", rows)]))
+    assert lines[0].endswith("1 of 1 groups meet it")
+
+
+def test_a_group_comes_whole_from_one_file(tmp_path, targets):
+    first = write(tmp_path, "a.json", [*baselines(), row("two_stage", 250.0), row("fused_tiled", 230.0)])
+    second = write(tmp_path, "b.json", [*baselines(), row("two_stage", 260.0)])
+    groups = targets.load([first, second])
+    assert set(groups[("deepseek-v3", 4096, "bfloat16")]) == {"eager", "torch-2gemm", "two_stage"}
