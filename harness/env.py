@@ -29,10 +29,12 @@ def gpu_key(name: str | None) -> str | None:
 
 
 def git_commit(project: Path = REPO) -> tuple[str | None, bool]:
-    """HEAD and whether tracked files differ from it, read from git only where git's top level is the
-    project folder itself: a copy of the project inside another repository would otherwise record that
-    repository's commit. Else KVBENCH_COMMIT (and KVBENCH_DIRTY) name the commit of a copied tree (a GPU
-    machine that receives the working tree without .git); else none."""
+    """KVBENCH_COMMIT (and KVBENCH_DIRTY) when set: whoever copied the tree names its commit, and a copy can
+    carry a `.git` whose HEAD is not the tree's (the GPU machine's did). Else HEAD and whether tracked files
+    differ from it, read from git only where git's top level is the project folder itself: a copy of the
+    project inside another repository would otherwise record that repository's commit. Else none."""
+    if os.environ.get("KVBENCH_COMMIT"):
+        return os.environ["KVBENCH_COMMIT"], os.environ.get("KVBENCH_DIRTY", "") not in ("", "0")
     try:
         top = _git(project, "rev-parse", "--show-toplevel")
         if Path(top).resolve() == Path(project).resolve():
@@ -40,8 +42,6 @@ def git_commit(project: Path = REPO) -> tuple[str | None, bool]:
             return _git(project, "rev-parse", "HEAD"), dirty
     except (OSError, subprocess.CalledProcessError):
         pass
-    if os.environ.get("KVBENCH_COMMIT"):
-        return os.environ["KVBENCH_COMMIT"], os.environ.get("KVBENCH_DIRTY", "") not in ("", "0")
     return None, False
 
 

@@ -8,6 +8,7 @@ numbers; the row that made it still fails (`tampered`), and the originals are pu
 """
 from __future__ import annotations
 
+import copyreg
 import dataclasses
 import time
 
@@ -68,6 +69,11 @@ class Guard:
         self._entries: list[_Entry] = []
         self._whole: list[tuple[str, object, frozenset[str]]] = []
         for label, owner, names in _namespaces(helper):
+            if isinstance(owner, type):
+                # Pickling an instance caches the class's slot names in its dict (`__slotnames__`, copyreg), and
+                # the worker pickles every row it sends back: cache them now, so the snapshot holds Python's own
+                # value and only a rebinding of it counts.
+                copyreg._slotnames(owner)
             if names is None:
                 names = _watched_names(owner)
                 self._whole.append((label, owner, frozenset(names)))

@@ -3,8 +3,8 @@
 # written under /tmp/gpu-session/phase<N> and packed into $OUT/phase<N>.tgz (the device tool returns few files).
 #   PHASE=1: build every variant once with no GPU visible (later steps find the builds cached), a hang guard
 #            for two_stage_pp (its ping-pong consumers wait on each other's barriers), then the bf16/fp16 sweep
-#            spread over both GPUs.
-#   PHASE=2: the GPU tests on GPU 1 beside the float32 sweep on GPU 0, then the multi-GPU check
+#            and the float32 sweep, each spread over both GPUs.
+#   PHASE=2: the GPU tests (both GPUs visible: the multi-GPU tests need two), then the multi-GPU check
 #            (scripts/multi_gpu_check.sh). Builds again if the machine is a fresh one.
 # A sweep cut by its time limit gets SIGINT: the harness keeps its finished rows (the file says complete: false).
 # The machine gets the tree without .git: pass KVBENCH_COMMIT=<sha>; CUTLASS headers travel as third_party/cutlass.
@@ -59,12 +59,14 @@ if [ "$phase" = 1 ]; then
   tail -4 "$work/pingpong-check.log"
   stamp "bf16/fp16 sweep on both GPUs"
   sweep sweep-16bit bfloat16,float16 0,1
+  stamp "float32 sweep on both GPUs"
+  SWEEP_S=200 sweep sweep-fp32 float32 0,1
 else
-  stamp "GPU tests on GPU 1, float32 sweep on GPU 0"
-  CUDA_VISIBLE_DEVICES=1 timeout 300 $py -m pytest -q -m "gpu or build" -p no:cacheprovider > "$work/gpu-tests.log" 2>&1 &
-  SWEEP_S=${SWEEP_S:-200} sweep sweep-fp32 float32 0
-  wait
-  tail -3 "$work/gpu-tests.log"
+  stamp "GPU tests"
+  timeout "${TESTS_S:-300}" $py -m pytest -q -m "gpu or build" -p no:cacheprovider -rfEs --durations=15 \
+    > "$work/gpu-tests.log" 2>&1
+  echo "GPU tests: exit $?"
+  grep -E "passed|failed" "$work/gpu-tests.log" | tail -1
   stamp "multi-GPU check"
   OUT="$work/multi" timeout "${MULTI_S:-200}" scripts/multi_gpu_check.sh > "$work/multi-gpu.log" 2>&1
   tail -8 "$work/multi-gpu.log"

@@ -40,7 +40,7 @@ def test_enclosing_repository_falls_back_to_kvbench_commit(outer_repo, monkeypat
 
 
 def test_project_repository_commit_is_recorded(outer_repo, monkeypatch):
-    monkeypatch.setenv("KVBENCH_COMMIT", "not-this-one")
+    monkeypatch.delenv("KVBENCH_COMMIT", raising=False)
     _, project = outer_repo
     git(project, "init", "-q")
     git(project, "add", "-A")
@@ -49,6 +49,9 @@ def test_project_repository_commit_is_recorded(outer_repo, monkeypatch):
     assert env.git_commit(project) == (head, False)
     (project / "README.md").write_text("changed\n")
     assert env.git_commit(project) == (head, True)
+    # A copied tree can carry a .git whose HEAD is not the tree's: the commit its sender names wins.
+    monkeypatch.setenv("KVBENCH_COMMIT", "the-copied-tree")
+    assert env.git_commit(project) == ("the-copied-tree", False)
 
 
 def test_no_repository_uses_kvbench_commit(tmp_path, monkeypatch):

@@ -97,3 +97,22 @@ def test_timing_uses_the_event_methods_taken_before_the_variant(monkeypatch):
     def call():
         device.launch(8.0)
     assert kind.sample_batch(call) == pytest.approx([8.0] * 16)
+
+
+def test_pickling_a_row_is_not_tampering():
+    """The worker pickles each row it sends back, and pickling caches `__slotnames__` on every class it meets
+    (harness.records' included): that is Python's doing, not a variant's, and must not fail the next row."""
+    import pickle
+
+    from harness import records
+    for cls in vars(records).values():
+        if isinstance(cls, type) and "__slotnames__" in vars(cls):
+            delattr(cls, "__slotnames__")
+    guard = Guard(FakeHelper())
+    pickle.dumps(timed_row())
+    assert "__slotnames__" in vars(Row)
+    assert guard.replaced() == []
+    Row.__slotnames__ = ["gpu"]  # a variant's rebinding of it still counts
+    assert guard.replaced() == ["harness.records.Row.__slotnames__"]
+    guard.restore()
+    assert guard.replaced() == []
