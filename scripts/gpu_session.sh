@@ -30,7 +30,7 @@ if [ -f /tmp/gpu-session/drop-pingpong ]; then
 fi
 sweep() {  # NAME DTYPES DEVICES: the preset sweep at decode, mid and prefill sizes
   # shellcheck disable=SC2086
-  timeout -s INT "${SWEEP_S:-330}" $py run_bench.py --variant "$variants" --shape $presets --tokens 64,512,4096 \
+  timeout -s INT "${SWEEP_S:-260}" $py run_bench.py --variant "$variants" --shape $presets --tokens 64,512,4096 \
     --baselines eager,eager-graph,torch-2gemm --budget 0.2 --rounds 1 --timeout 120 --allow-failures --no-breakdown \
     --dtype "$2" --devices "$3" --json "$work/$1.json" --markdown "$work/$1.md" > "$work/$1.log" 2>&1
   echo "$1: exit $?, $(grep '^wall time' "$work/$1.log" || tail -1 "$work/$1.log")"
@@ -60,7 +60,7 @@ if [ "$phase" = 1 ]; then
   stamp "bf16/fp16 sweep on both GPUs"
   sweep sweep-16bit bfloat16,float16 0,1
   stamp "float32 sweep on both GPUs"
-  SWEEP_S=200 sweep sweep-fp32 float32 0,1
+  SWEEP_S=150 sweep sweep-fp32 float32 0,1
 else
   stamp "GPU tests"
   timeout "${TESTS_S:-300}" $py -m pytest -q -m "gpu or build" -p no:cacheprovider -rfEs --durations=15 \
