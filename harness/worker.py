@@ -69,13 +69,23 @@ class Instruments:
     gpu: timing.GpuTime               # device time in the run's cache mode
     gpu_warm: timing.GpuTime | None   # device time with a warm L2, as call latency has it (cold modes only)
     guard: Guard                      # what the timing and the check rely on, as it was
+    l2_start: tuple[int, int] = (0, 0)  # persisting-L2 limit and window before any variant ran (l2_baseline)
+
+
+def l2_baseline(helper) -> tuple[int, int]:
+    """Clear the persisting-L2 limit and window, then read them back: the state a row must leave. A new
+    context need not start at zero, and a device may refuse the limit (MIG); either way a row is judged by
+    what it changed, not by the device's default."""
+    helper.reset_persisting_l2()
+    limit, window = helper.persisting_l2_state()
+    return int(limit), int(window)
 
 
 def make_instruments(helper, settings: Settings) -> Instruments:
     """Call before any variant is imported: the guard's snapshot is taken now."""
     flush = timing.L2Flush(settings.cache.flush) if settings.cache.flush else None
     return Instruments(helper, timing.GpuTime(helper, flush), timing.GpuTime(helper, None) if flush else None,
-                       Guard(helper))
+                       Guard(helper), l2_baseline(helper))
 
 
 def time_task(rotation: Rotation, tools: Instruments, settings: Settings) -> tuple[Timing, Timing, Timing | None]:
@@ -135,7 +145,7 @@ def tampering(tools: Instruments) -> list[str]:
     """What was changed that the timing relies on: rebound attributes, a persisting-L2 limit or window."""
     changed = tools.guard.replaced()
     limit, window = tools.helper.persisting_l2_state()
-    if limit or window:
+    if (int(limit), int(window)) != tools.l2_start:
         changed.append(f"the persisting-L2 limit ({limit} B) or the stream's access window ({window} B), which "
                        "keep lines in L2 through the flush")
     return changed

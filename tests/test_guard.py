@@ -27,7 +27,8 @@ class FakeHelper:
 
 def tools(helper=None):
     helper = helper or FakeHelper()
-    return worker.Instruments(helper, gpu=None, gpu_warm=None, guard=Guard(helper))
+    return worker.Instruments(helper, gpu=None, gpu_warm=None, guard=Guard(helper),
+                              l2_start=worker.l2_baseline(helper))
 
 
 def timed_row():
@@ -78,6 +79,29 @@ def test_a_persisting_l2_window_fails_the_row():
     row = worker.judge_tampering(timed_row(), instruments)
     assert row.status == Status.TAMPERED and "persisting-L2" in row.message
     assert helper.state == [0, 0]
+
+
+class StuckLimitHelper(FakeHelper):
+    """A device whose persisting-L2 limit cannot be cleared (it refuses the limit, as under MIG)."""
+
+    def reset_persisting_l2(self):
+        self.state[1] = 0
+        return False
+
+
+def test_a_context_that_starts_with_a_persisting_limit_is_cleared_first():
+    """A new context need not start at zero: a row that never reached the timing's reset (one that failed its
+    check) is judged by what it changed, not by the device's starting state."""
+    helper = FakeHelper(state=(1 << 20, 0))
+    instruments = tools(helper)
+    assert instruments.l2_start == (0, 0) and helper.state == [0, 0]
+    assert worker.judge_tampering(timed_row(), instruments).status == Status.OK
+    stuck = StuckLimitHelper(state=(1 << 20, 0))
+    instruments = tools(stuck)
+    assert instruments.l2_start == (1 << 20, 0)
+    assert worker.judge_tampering(timed_row(), instruments).status == Status.OK
+    stuck.state[1] = 4096  # a window set during the row still counts
+    assert worker.judge_tampering(timed_row(), instruments).status == Status.TAMPERED
 
 
 def test_an_untouched_row_passes():
