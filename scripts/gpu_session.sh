@@ -63,7 +63,8 @@ if [ "$phase" = 1 ]; then
   SWEEP_S=150 sweep sweep-fp32 float32 0,1
 else
   stamp "GPU tests"
-  timeout "${TESTS_S:-300}" $py -m pytest -q -m "gpu or build" -p no:cacheprovider -rfEs --durations=15 \
+  # SIGINT, not SIGTERM: pytest interrupted so still prints the failures so far and their reasons.
+  timeout -s INT -k 30 "${TESTS_S:-300}" $py -m pytest -q -m "gpu or build" -p no:cacheprovider -rfEs --durations=15 \
     > "$work/gpu-tests.log" 2>&1
   echo "GPU tests: exit $?"
   grep -E "passed|failed" "$work/gpu-tests.log" | tail -1
