@@ -89,6 +89,30 @@ def _grouped(pid, num_m, num_n, GROUP_M: tl.constexpr):
     return first_m + (pid % per_group) % size_m, (pid % per_group) // size_m
 
 
+@triton.jit
+def _dot_loop(a_ptrs, b_ptrs, K, step, ldb, rk, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, EVEN_K: tl.constexpr,
+              IEEE: tl.constexpr):
+    """The main loop of both GEMMs: fp32 acc (BLOCK_M x BLOCK_N) += A[:, k] @ B[k, :] over K in steps of `step`
+    (BLOCK_K, times SPLIT_K when programs split K); A is K-contiguous, B has row pitch `ldb`; `rk`: this program's
+    k offsets within a step, masked against what is left of K unless EVEN_K."""
+    acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
+    for k0 in range(0, tl.cdiv(K, step)):
+        if EVEN_K:
+            a = tl.load(a_ptrs)
+            b = tl.load(b_ptrs)
+        else:
+            left = K - k0 * step
+            a = tl.load(a_ptrs, mask=rk[None, :] < left, other=0.0)
+            b = tl.load(b_ptrs, mask=rk[:, None] < left, other=0.0)
+        if IEEE:
+            acc = tl.dot(a, b, acc, input_precision="ieee")
+        else:
+            acc = tl.dot(a, b, acc)
+        a_ptrs += step
+        b_ptrs += step * ldb
+    return acc
+
+
 @triton.autotune(configs=LATENT_TC + LATENT_FP32, key=["M", "R", "D", "SPLIT_K"],
                  prune_configs_by={"early_config_prune": _prune_latent}, cache_results=True)
 @triton.heuristics({"EVEN_K": lambda a: a["D"] % (a["BLOCK_K"] * a["SPLIT_K"]) == 0})
@@ -103,22 +127,7 @@ def latent_kernel(x_ptr, w_ptr, out_ptr, M, R, D, SPLIT_K: tl.constexpr, IEEE: t
     rk = pid_k * BLOCK_K + tl.arange(0, BLOCK_K)
     a_ptrs = x_ptr + (rm % M).to(tl.int64)[:, None] * D + rk[None, :]
     b_ptrs = w_ptr + rk.to(tl.int64)[:, None] * R + (rn % R)[None, :]
-    step = BLOCK_K * SPLIT_K
-    acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
-    for k0 in range(0, tl.cdiv(D, step)):
-        if EVEN_K:
-            a = tl.load(a_ptrs)
-            b = tl.load(b_ptrs)
-        else:
-            left = D - k0 * step
-            a = tl.load(a_ptrs, mask=rk[None, :] < left, other=0.0)
-            b = tl.load(b_ptrs, mask=rk[:, None] < left, other=0.0)
-        if IEEE:
-            acc = tl.dot(a, b, acc, input_precision="ieee")
-        else:
-            acc = tl.dot(a, b, acc)
-        a_ptrs += step
-        b_ptrs += step * R
+    acc = _dot_loop(a_ptrs, b_ptrs, D, BLOCK_K * SPLIT_K, R, rk, BLOCK_M, BLOCK_N, EVEN_K, IEEE)
     mask = (rm[:, None] < M) & (rn[None, :] < R)
     c_offsets = rm.to(tl.int64)[:, None] * R + rn[None, :]
     if SPLIT_K == 1:
@@ -157,21 +166,7 @@ def up_stack_kernel(lat_ptr, wk_ptr, wv_ptr, out_ptr, M, N, R, IEEE: tl.constexp
     rk = tl.arange(0, BLOCK_K)
     a_ptrs = lat_ptr + (rm % M).to(tl.int64)[:, None] * R + rk[None, :]
     b_ptrs = w_ptr + rk.to(tl.int64)[:, None] * N + (rn % N)[None, :]
-    acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
-    for k0 in range(0, tl.cdiv(R, BLOCK_K)):
-        if EVEN_K:
-            a = tl.load(a_ptrs)
-            b = tl.load(b_ptrs)
-        else:
-            left = R - k0 * BLOCK_K
-            a = tl.load(a_ptrs, mask=rk[None, :] < left, other=0.0)
-            b = tl.load(b_ptrs, mask=rk[:, None] < left, other=0.0)
-        if IEEE:
-            acc = tl.dot(a, b, acc, input_precision="ieee")
-        else:
-            acc = tl.dot(a, b, acc)
-        a_ptrs += BLOCK_K
-        b_ptrs += BLOCK_K * N
+    acc = _dot_loop(a_ptrs, b_ptrs, R, BLOCK_K, N, rk, BLOCK_M, BLOCK_N, EVEN_K, IEEE)
     out_ptrs = out_ptr + rm.to(tl.int64)[:, None] * (2 * N) + half * N + rn[None, :]
     tl.store(out_ptrs, acc.to(out_ptr.dtype.element_ty), mask=(rm[:, None] < M) & (rn[None, :] < N))
 
