@@ -24,9 +24,10 @@ py=${PYTHON:-python3}
 presets=seed,deepseek-v2-lite,deepseek-v2,deepseek-v3,kimi-k2,minicpm3
 stamp() { echo "[$(date +%T)] $*"; }
 # two_stage_pp is left out of every step once its guard failed (the mark survives between calls on a warm machine).
+without_pingpong() { ls kernels/*.cu kernels/*.py | xargs -n1 basename | sed 's/\.[a-z]*$//' | grep -vx two_stage_pp | paste -sd,; }
 variants=all
 if [ -f /tmp/gpu-session/drop-pingpong ]; then
-  variants=$(ls kernels/*.cu kernels/*.py | xargs -n1 basename | sed 's/\.[a-z]*$//' | grep -vx two_stage_pp | paste -sd,)
+  variants=$(without_pingpong)
 fi
 sweep() {  # NAME DTYPES DEVICES: the preset sweep at decode, mid and prefill sizes
   # shellcheck disable=SC2086
@@ -54,7 +55,7 @@ if [ "$phase" = 1 ]; then
        "b=1,s=1380,d=200,rank=136,heads=16,head_dim=128" > "$work/pingpong-check.log" 2>&1; then
     echo "two_stage_pp failed its check or hung: left out of every later step"
     touch /tmp/gpu-session/drop-pingpong
-    variants=$(ls kernels/*.cu kernels/*.py | xargs -n1 basename | sed 's/\.[a-z]*$//' | grep -vx two_stage_pp | paste -sd,)
+    variants=$(without_pingpong)
   fi
   tail -4 "$work/pingpong-check.log"
   stamp "bf16/fp16 sweep on both GPUs"
