@@ -4,6 +4,7 @@
 #   PHASE=1: build every variant once with no GPU visible (later steps find the builds cached), a hang guard
 #            for two_stage_pp (its ping-pong consumers wait on each other's barriers), then the bf16/fp16 sweep
 #            and the float32 sweep, each spread over both GPUs.
+#   PHASE=profile: ncu on the (variant, shape, dtype) of PROFILE (after the build; counters need Firecracker).
 #   PHASE=2: the GPU tests (both GPUs visible: the multi-GPU tests need two), then the multi-GPU check
 #            (scripts/multi_gpu_check.sh). Builds again if the machine is a fresh one. SKIP_TESTS=1 or
 #            SKIP_MULTI=1 leaves one of the two out, so each fits one call (build ~220 s + tests, or the check).
@@ -63,6 +64,19 @@ if [ "$phase" = 1 ]; then
   sweep sweep-16bit bfloat16,float16 0,1
   stamp "float32 sweep on both GPUs"
   SWEEP_S=150 sweep sweep-fp32 float32 0,1
+elif [ "$phase" = profile ]; then
+  # ncu (counters need the Firecracker runtime; on gVisor it says so and the log shows it) on each
+  # "variant,shape,dtype" of PROFILE: three calls, every kernel they launch, the full section set.
+  uname -r >> "$work/machine.txt"
+  for item in ${PROFILE:-two_stage,deepseek-v3:64,bfloat16 two_stage,deepseek-v3:512,bfloat16 \
+                cutlass_2gemm,deepseek-v2-lite:4096,bfloat16 fused_tiled,seed,float32}; do
+    IFS=, read -r v s d <<< "$item"
+    stamp "ncu $v $s $d"
+    log="$work/ncu-$v-${s//:/-}-$d.txt"
+    timeout "${NCU_S:-120}" ncu --clock-control none --set full --launch-count "${NCU_KERNELS:-8}" \
+      $py scripts/profile_variant.py "$v" "$s" "$d" 3 > "$log" 2>&1
+    echo "exit $?; $(grep -c 'Section: GPU Speed Of Light Throughput' "$log") kernel(s) profiled"
+  done
 else
   if [ -z "${SKIP_TESTS:-}" ]; then
   stamp "GPU tests"

@@ -1,5 +1,7 @@
 """Call one variant a few times at one shape, for a profiler to watch (ncu, compute-sanitizer):
     ncu --clock-control none --metrics gpu__time_duration.sum python3 scripts/profile_variant.py fused_tiled seed float32
+The shape is a preset, a preset at a token count (deepseek-v3:64) or an explicit shape; an optional fourth
+argument is the number of calls (default 5).
 """
 import sys
 from pathlib import Path
@@ -12,18 +14,19 @@ from harness.problem import DTYPES, make_inputs  # noqa: E402
 from harness.shapes import parse_shapes  # noqa: E402
 
 
-def main(name: str, shape_spec: str, dtype: str, calls: int = 5) -> None:
+def main(name: str, shape_spec: str, dtype: str, calls: str = "5") -> None:
     spec = discover.load_variant(Path(__file__).resolve().parent.parent / "kernels" / f"{name}.cu")
     built = build.build_all([runner.variant_extension(spec)])[name]
     if not built.ok:
         sys.exit(built.message)
     module = baselines.import_extension(built.so_path, built.module_name)
-    shape = parse_shapes(shape_spec)[0]
+    preset_name, _, tokens = shape_spec.partition(":")
+    shape = parse_shapes(preset_name, int(tokens))[0] if tokens else parse_shapes(shape_spec)[0]
     inputs = make_inputs(shape, DTYPES[dtype], seed=0)
-    for _ in range(calls):
+    for _ in range(int(calls)):
         module.forward(*inputs.tensors(), shape.heads)
     torch.cuda.synchronize()
 
 
 if __name__ == "__main__":
-    main(*sys.argv[1:4])
+    main(*sys.argv[1:5])
