@@ -1,9 +1,9 @@
 """Per-kernel breakdown of one call: which kernels (and copies, memsets) a call launches, how many, and the
 device time of each, through torch.profiler (CUPTI); no other dependency.
 
-Apart from the timed samples: once a target's rows are checked and timed, its worker has exited, and its
-correct rows are profiled by a process of their own (`serve`, started by runner.profile_target on the
-target's device). A profiler session leaves CUPTI attached to the process that ran it (host overhead on
+Apart from the timed samples: once a device's targets are checked and timed, their workers have exited, and
+their correct rows are profiled by one process of its own (`serve`, started by runner.profile_targets on that
+device; the profiler's start-up, seconds, is paid once per device). A profiler session leaves CUPTI attached to the process that ran it (host overhead on
 every later launch), so it never shares a process with timing. Each row: the call is prepared and warmed up
 as for timing, then PROFILED_CALLS calls are recorded, each with a synchronize after it inside one
 record_function range (the row's L2 flush, when the cache mode is cold, runs before the range). A device
@@ -186,9 +186,9 @@ def profile_task(target, task, settings, flush, limits) -> Breakdown:
     return Breakdown(target.name, task.shape, task.dtype, kernels, PROFILED_CALLS, note)
 
 
-def serve(target, tasks, settings, queue) -> None:
-    """Profiling process entry point (runner.profile_target starts it): ("ready"), then ("start", task) and
-    ("breakdown", Breakdown) per task, then ("done")."""
+def serve(jobs, settings, queue) -> None:
+    """Profiling process entry point (runner.profile_targets starts it) for `jobs`, a list of (target, tasks):
+    ("ready"), then ("start", (target name, task)) and ("breakdown", Breakdown) per task, then ("done")."""
     import sys
 
     import torch
@@ -203,15 +203,17 @@ def serve(target, tasks, settings, queue) -> None:
     queue.put(("ready", None))
     with exact_float32(), torch.cuda.stream(stream):
         flush = timing.L2Flush(settings.cache.flush) if settings.cache.flush else None
-        for task in tasks:
-            queue.put(("start", task))
-            try:
-                result = profile_task(target, task, settings, flush, limits)
-            except Exception as exc:
-                if context_broken():
-                    _exit_now(queue, 3)
-                result = Breakdown(target.name, task.shape, task.dtype, (), 0, f"not profiled: {_one_line(exc)}")
-            queue.put(("breakdown", result))
+        for target, tasks in jobs:
+            for task in tasks:
+                queue.put(("start", (target.name, task)))
+                try:
+                    result = profile_task(target, task, settings, flush, limits)
+                except Exception as exc:
+                    if context_broken():
+                        _exit_now(queue, 3)
+                    result = Breakdown(target.name, task.shape, task.dtype, (), 0,
+                                       f"not profiled: {_one_line(exc)}")
+                queue.put(("breakdown", result))
     queue.put(("done", None))
     _exit_now(queue, 0)
 

@@ -20,6 +20,8 @@ import sys
 import traceback
 from pathlib import Path
 
+from harness import children
+
 REPO = Path(__file__).resolve().parent.parent
 FORWARD_PARAMS = ("hidden", "w_down", "w_up_k", "w_up_v", "kv_heads")
 
@@ -72,8 +74,8 @@ def check_forward(module, path: Path) -> None:
 def import_check(path: Path, timeout_s: float = 300.0) -> tuple[bool, str]:
     """Import the file in a fresh interpreter: (ok, message)."""
     try:
-        proc = subprocess.run([sys.executable, "-m", "harness.pyvariant", str(path)], cwd=REPO,
-                              capture_output=True, text=True, timeout=timeout_s)
+        proc = children.run([sys.executable, "-m", "harness.pyvariant", str(path)], cwd=REPO,
+                            capture_output=True, text=True, timeout=timeout_s)
     except subprocess.TimeoutExpired:
         return False, f"{path}: import did not finish within {timeout_s:.0f} s"
     if proc.returncode == 0:

@@ -265,11 +265,11 @@ def _read_image(cuda, check, image: bytes, arch: str, max_warps: int) -> list[Ke
 
 def read_loaded_in_subprocess(so_paths: list[str], timeout_s: float = 120.0) -> dict[str, list[KernelResources]]:
     """read_loaded in a process of its own (a driver fault must not take the harness with it)."""
-    import subprocess
     if not so_paths:
         return {}
-    proc = subprocess.run([sys.executable, "-m", "harness.resources", *so_paths], capture_output=True, text=True,
-                          timeout=timeout_s, cwd=Path(__file__).resolve().parent.parent)
+    from harness import children
+    proc = children.run([sys.executable, "-m", "harness.resources", *so_paths], capture_output=True, text=True,
+                        timeout=timeout_s, cwd=Path(__file__).resolve().parent.parent)
     if proc.returncode != 0:
         lines = [ln for ln in proc.stderr.splitlines() if ln.strip()]
         raise DriverError(lines[-1] if lines else f"exit code {proc.returncode}")

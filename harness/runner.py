@@ -123,7 +123,7 @@ class Processes:
     serve: Callable = serve                       # runs one target's tasks (harness/worker.py)
     ceilings: Callable = measure_ceilings_worker  # measures one device's copy bandwidth and matmul rates
     probe: Callable = probe_worker                # does a fresh process still get a working GPU?
-    profile: Callable = profile_serve             # profiles one target's rows (harness/breakdown.py)
+    profile: Callable = profile_serve             # profiles a device's correct rows (harness/breakdown.py)
     start_timeout_s: float = 180.0
     probe_timeout_s: float = 60.0
 
@@ -231,26 +231,62 @@ def run_target(target: Target, tasks: list[Task], settings: Settings, on_row: Ca
     return startup_s
 
 
+def profile_targets(jobs: list[tuple[Target, list[Task]]], settings: Settings,
+                    on_breakdown: Callable[[Breakdown], None], timeout_s: float, start_timeout_s: float = 180.0,
+                    worker: Callable = profile_serve, device: Device | None = None,
+                    stop: threading.Event | None = None) -> None:
+    """Profile each (target, its correct rows) in one process (harness/breakdown.py says why it is not the
+    timing's), pinned to `device` if one is given: a device's profiler starts once, not once per target.
+    A crash or a hang costs only the breakdown of the row it was in; a fresh process takes the rest.
+    Rows are never touched: breakdowns are their own records."""
+    pending = [(target, task) for target, tasks in jobs for task in tasks]
+    total, received = len(pending), 0
+    while pending and not _stopped(stop):
+        proc, q = _spawn(worker_context(), "profile", worker, _regroup(pending), settings, device=device)
+        ready, current = False, None
+        try:
+            msg = _receive(proc, q, start_timeout_s, stop)
+            while msg is not None and msg[0] != "done":
+                kind, payload = msg
+                if kind == "ready":
+                    ready = True
+                elif kind == "start":
+                    current = payload
+                elif kind == "breakdown":
+                    pending = [(t, task) for t, task in pending
+                               if (t.name, task) != (payload.variant, Task(payload.shape, payload.dtype))]
+                    on_breakdown(payload)
+                    current, received = None, received + 1
+                msg = _receive(proc, q, timeout_s if current else start_timeout_s, stop)
+            if msg is None and not _stopped(stop):
+                what = "hung" if proc.is_alive() else f"died (exit code {proc.exitcode})"
+                if not ready or current is None:
+                    log.warning("the profiling process %s before its first row", what)
+                    break
+                name, task = current
+                log.warning("%s %s %s: the profiling process %s; a fresh one takes the rows left", name,
+                            task.shape.label(), task.dtype, what)
+                pending = [(t, tk) for t, tk in pending if (t.name, tk) != (name, task)]
+            elif msg is not None:
+                break  # done: every row it was given has its breakdown
+        finally:
+            _stop(proc)
+    if received < total and not _stopped(stop):
+        log.warning("%d of %d row(s) have no kernel breakdown", total - received, total)
+
+
+def _regroup(pending: list[tuple[Target, Task]]) -> list[tuple[Target, list[Task]]]:
+    jobs: dict[str, tuple[Target, list[Task]]] = {}
+    for target, task in pending:
+        jobs.setdefault(target.name, (target, []))[1].append(task)
+    return list(jobs.values())
+
+
 def profile_target(target: Target, tasks: list[Task], settings: Settings, on_breakdown: Callable[[Breakdown], None],
                    timeout_s: float, start_timeout_s: float = 180.0, worker: Callable = profile_serve,
                    device: Device | None = None, stop: threading.Event | None = None) -> None:
-    """Profile one target's rows in a process of its own (harness/breakdown.py says why), pinned to `device`
-    if one is given; a crash or a hang ends only the breakdowns, never a row."""
-    proc, q = _spawn(worker_context(), f"profile-{target.name}", worker, target, tasks, settings, device=device)
-    received = 0
-    try:
-        msg = _receive(proc, q, start_timeout_s, stop)
-        while msg is not None and msg[0] != "done":
-            if msg[0] == "breakdown":
-                on_breakdown(msg[1])
-                received += 1
-            msg = _receive(proc, q, timeout_s, stop)
-        if msg is None and not _stopped(stop):
-            log.warning("%s: the profiling process %s; %d of %d row(s) have no kernel breakdown", target.name,
-                        "hung" if proc.is_alive() else f"died (exit code {proc.exitcode})",
-                        len(tasks) - received, len(tasks))
-    finally:
-        _stop(proc)
+    """One target's rows (the `breakdown` command): profile_targets with one job."""
+    profile_targets([(target, tasks)], settings, on_breakdown, timeout_s, start_timeout_s, worker, device, stop)
 
 
 def measure_ceilings(dtypes: list[str], timeout_s: float = 300.0, device: Device | None = None,
@@ -317,7 +353,8 @@ class _Context:
 
 def run_share(share: Share, targets: list[Target], cx: _Context) -> Share:
     """One device's groups, target by target, a worker process per target: the order a one-GPU run has
-    always had. With `cx.on_breakdown`, each target's correct rows are then profiled on the same device.
+    always had. With `cx.on_breakdown`, the correct rows of every target are then profiled on the same device,
+    by one process (its profiler's start-up is paid once per device, not once per target).
     If the device is lost, its remaining rows are not-run with the reason."""
     t0 = time.monotonic()
     device = share.device
@@ -333,6 +370,7 @@ def run_share(share: Share, targets: list[Target], cx: _Context) -> Share:
             if ceilings is None and probe is not None and (reason := probe()):
                 raise DeviceLost(reason, None)
             cx.on_ceilings(device, ceilings)
+        profile_jobs: list[tuple[Target, list[Task]]] = []
         for target, runnable in todo:
             if cx.stop.is_set():
                 break
@@ -348,9 +386,11 @@ def run_share(share: Share, targets: list[Target], cx: _Context) -> Share:
                                     cx.processes.start_timeout_s, cx.processes.serve, device=device, probe=probe,
                                     stop=cx.stop, on_start=cx.on_start)
             done += 1
-            if cx.on_breakdown is not None and correct and not cx.stop.is_set():
-                profile_target(target, correct, cx.settings, cx.on_breakdown, cx.row_timeout_s,
-                               cx.processes.start_timeout_s, cx.processes.profile, device=device, stop=cx.stop)
+            if correct:
+                profile_jobs.append((target, correct))
+        if cx.on_breakdown is not None and profile_jobs and not cx.stop.is_set():
+            profile_targets(profile_jobs, cx.settings, cx.on_breakdown, cx.row_timeout_s,
+                            cx.processes.start_timeout_s, cx.processes.profile, device=device, stop=cx.stop)
     except DeviceLost as lost:
         why = f"GPU {device.index} ({device.uuid}) lost: {lost.reason}"
         left = todo[done:] if lost.pending is None else [(todo[done][0], lost.pending)] + todo[done + 1:]
@@ -370,7 +410,7 @@ def run(plan_: Plan, tasks: list[Task], settings: Settings, on_row: Callable[[Ro
     one worker process at a time per GPU, each pinned to its GPU; None runs on this process's current GPU,
     unpinned. `on_ceilings(device, ceilings)` receives each device's ceilings, measured before its rows
     (not measured without it). `on_start(target, task)` hears each row a worker begins (progress). With
-    `on_breakdown`, each target's correct rows are profiled after its rows, on their device, and their
+    `on_breakdown`, the correct rows are profiled after the device's last target, on their device, and their
     per-kernel breakdowns handed over. Returns what each device ran and for how long."""
     stop, lock = threading.Event(), threading.Lock()
 

@@ -127,24 +127,28 @@ def reports_its_cuda_view(queue):
     queue.put(("view", (torch.cuda.device_count(), str(torch.cuda.get_device_properties(0).uuid))))
 
 
-def profiles_one_then_dies(target, tasks, settings, queue):
-    """A profiling process (harness/breakdown.py) that sends one breakdown and dies in the second row."""
+def profiles_one_then_dies(jobs, settings, queue):
+    """A profiling process (harness/breakdown.py) that sends one breakdown and dies in its second row."""
     from harness.breakdown import Breakdown
     queue.put(("ready", None))
-    queue.put(("start", tasks[0]))
-    queue.put(("breakdown", Breakdown(target.name, tasks[0].shape, tasks[0].dtype, (), 5, "fake")))
-    queue.put(("start", tasks[1]))
-    queue.close()
-    queue.join_thread()
-    os._exit(3)
+    rows = [(target, task) for target, tasks in jobs for task in tasks]
+    for i, (target, task) in enumerate(rows[:2]):
+        queue.put(("start", (target.name, task)))
+        if i == 1:
+            queue.close()
+            queue.join_thread()
+            os._exit(3)
+        queue.put(("breakdown", Breakdown(target.name, task.shape, task.dtype, (), 5, f"fake pid {os.getpid()}")))
+    queue.put(("done", None))
 
 
-def profiles_naming_its_gpu(target, tasks, settings, queue):
+def profiles_naming_its_gpu(jobs, settings, queue):
     """A profiling process whose breakdowns say, in their note, which GPU it was pinned to and its pid."""
     from harness.breakdown import Breakdown
     queue.put(("ready", None))
-    for task in tasks:
-        queue.put(("start", task))
-        seen = json.dumps({"visible": _pinned_to(), "pid": os.getpid()})
-        queue.put(("breakdown", Breakdown(target.name, task.shape, task.dtype, (), 5, seen)))
+    for target, tasks in jobs:
+        for task in tasks:
+            queue.put(("start", (target.name, task)))
+            seen = json.dumps({"visible": _pinned_to(), "pid": os.getpid()})
+            queue.put(("breakdown", Breakdown(target.name, task.shape, task.dtype, (), 5, seen)))
     queue.put(("done", None))

@@ -6,9 +6,9 @@ import, and the bad header, through runner.plan; the CLI keeps finished rows, ma
 is interrupted.
 GPU part (marker `gpu`, the H200): the whole folder through the real command line, once; each variant's
 row must carry its own status, the correct neighbour must keep its timings, and no row may be missing.
-The run leaves out torch.compile (its compile time would dominate) and the four build failures (failed
-builds are never cached; the build tests above cover them), and uses a short row timeout: the infinite
-loop costs that much.
+The run leaves out torch.compile (its compile time would dominate), the four build failures (failed
+builds are never cached; the build tests above cover them) and the kernel breakdowns (test_breakdown.py
+covers them), and uses a short row timeout: the infinite loop costs that much.
 """
 import json
 import subprocess
@@ -187,7 +187,7 @@ def adversarial_run(tmp_path_factory):
     out = tmp_path_factory.mktemp("adversarial") / "adv.json"
     cmd = [sys.executable, "run_bench.py", "--kernels", "tests/adversarial", "--variant", ",".join(GPU_RUN),
            "--shape", "seed", "--dtype", "float32", "--json", str(out), "--timeout", str(ROW_TIMEOUT_S),
-           "--budget", "0.3", "--rounds", "1", "--baselines", ",".join(BASELINE_ROWS)]
+           "--budget", "0.3", "--rounds", "1", "--baselines", ",".join(BASELINE_ROWS), "--no-breakdown"]
     proc = subprocess.run(cmd, cwd=REPO, capture_output=True, text=True, timeout=1800)
     result = json.loads(out.read_text()) if out.exists() else None
     return proc, result

@@ -119,8 +119,26 @@ def test_a_dying_profiler_keeps_what_it_sent(caplog):
     tasks = [Task(SEED, "float32"), Task(SEED, "float16")]
     runner.profile_target(target, tasks, Settings(), got.append, timeout_s=20, start_timeout_s=20,
                           worker=fake_workers.profiles_one_then_dies)
-    assert [b.note for b in got] == ["fake"]
+    assert [(b.dtype, b.note.startswith("fake pid")) for b in got] == [("float32", True)]
+    assert "fake seed float16: the profiling process died (exit code 3)" in caplog.text
     assert "1 of 2 row(s) have no kernel breakdown" in caplog.text
+
+
+def test_one_profiling_process_takes_every_target_and_a_crash_costs_one_row(caplog):
+    """A device's correct rows of all its targets go to one process; when it dies in a row, a fresh one
+    takes the rows after it: only the row it died in has no breakdown."""
+    import fake_workers
+
+    from harness import runner
+    got = []
+    first, second = Target("first", Kind.KERNEL, ("float32",)), Target("second", Kind.KERNEL, ("float32", "float16"))
+    jobs = [(first, [Task(SEED, "float32")]), (second, [Task(SEED, "float32"), Task(SEED, "float16")])]
+    runner.profile_targets(jobs, Settings(), got.append, timeout_s=20, start_timeout_s=20,
+                           worker=fake_workers.profiles_one_then_dies)
+    assert [(b.variant, b.dtype) for b in got] == [("first", "float32"), ("second", "float16")]
+    assert len({b.note for b in got}) == 2  # two processes: the first died in its second row
+    assert "second seed float32: the profiling process died (exit code 3)" in caplog.text
+    assert "1 of 3 row(s) have no kernel breakdown" in caplog.text
 
 
 # ---- GPU ----

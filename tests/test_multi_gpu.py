@@ -133,8 +133,8 @@ def test_ceilings_are_measured_on_each_gpu():
     assert sorted(ceilings, key=lambda c: c[0].index) == [(GPU_A, GPU_A.uuid), (GPU_B, GPU_B.uuid)]
 
 
-def test_breakdowns_are_profiled_per_target_on_each_gpu_pinned_to_it():
-    """After a target's rows on a GPU, one profiling process pinned to that GPU profiles its correct rows there."""
+def test_breakdowns_are_profiled_by_one_process_per_gpu_pinned_to_it():
+    """After a GPU's targets, one profiling process pinned to that GPU profiles all their correct rows there."""
     rows, found = [], []
     runner.run(PLAN, TASKS, Settings(), rows.append, row_timeout_s=20, devices=[GPU_A, GPU_B],
                processes=runner.Processes(serve=fake_workers.well_behaved,
@@ -146,9 +146,10 @@ def test_breakdowns_are_profiled_per_target_on_each_gpu_pinned_to_it():
     for b in found:
         seen = json.loads(b.note)
         assert seen["visible"] == device_of[b.key()].uuid
-        processes[(b.variant, seen["visible"])].add(seen["pid"])
-    # both targets have groups on both GPUs: one profiling process for each (target, GPU)
-    assert len(processes) == 4 and all(len(pids) == 1 for pids in processes.values())
+        processes[seen["visible"]].add(seen["pid"])
+    # both targets have groups on both GPUs: one profiling process for each GPU, for both targets
+    assert len(processes) == 2 and all(len(pids) == 1 for pids in processes.values())
+    assert {b.variant for b in found} == {t.name for t in PLAN.targets}
 
 
 def test_a_failure_in_one_gpu_thread_stops_the_run_and_drops_later_rows():

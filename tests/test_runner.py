@@ -53,8 +53,8 @@ def test_workers_share_the_torch_import():
     assert [r.message for r in rows] == ["torch preloaded: True"]
 
 
-def test_run_profiles_only_the_correct_rows_of_each_target_after_its_timing(monkeypatch):
-    """runner.run hands each target's ok rows, once they are all timed, to the profiling process, on the device
+def test_run_profiles_only_the_correct_rows_of_every_target_after_the_timing(monkeypatch):
+    """runner.run hands every target's ok rows, once all are timed, to one profiling process, on the device
     the rows ran on (here: none, unpinned)."""
     from harness.records import Row
     events = []
@@ -68,18 +68,18 @@ def test_run_profiles_only_the_correct_rows_of_each_target_after_its_timing(monk
         events.append(("timed", target.name))
         return 0.0
 
-    def fake_profile(target, tasks, settings, on_breakdown, timeout_s, *args, device="unset", **kwargs):
-        events.append(("profiled", target.name, [(t.shape.name, t.dtype) for t in tasks]))
+    def fake_profile(jobs, settings, on_breakdown, timeout_s, *args, device="unset", **kwargs):
+        events.append(("profiled", [(target.name, [(t.shape.name, t.dtype) for t in tasks]) for target, tasks in jobs]))
         assert device is None
 
     monkeypatch.setattr(runner, "run_target", fake_run_target)
-    monkeypatch.setattr(runner, "profile_target", fake_profile)
+    monkeypatch.setattr(runner, "profile_targets", fake_profile)
     plan = runner.Plan([TARGET, Target("other", Kind.KERNEL, ("float32",))], [])
     rows, started = [], []
     runner.run(plan, TASKS, Settings(), rows.append, on_start=lambda t, task: started.append(t.name),
                on_breakdown=lambda b: None)
-    assert events == [("timed", "fake"), ("profiled", "fake", [("seed", "float32"), ("seed", "float16")]),
-                      ("timed", "other"), ("profiled", "other", [("seed", "float32")])]
+    assert events == [("timed", "fake"), ("timed", "other"),
+                      ("profiled", [("fake", [("seed", "float32"), ("seed", "float16")]), ("other", [("seed", "float32")])])]
     assert len(started) == 4 + 2 and len(rows) == 4 + 4  # "other" has two unsupported float16 rows
     events.clear()
     runner.run(plan, TASKS, Settings(), rows.append)  # no on_breakdown: nothing is profiled
