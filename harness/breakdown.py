@@ -3,8 +3,9 @@ device time of each, through torch.profiler (CUPTI); no other dependency.
 
 Apart from the timed samples: once a device's targets are checked and timed, their workers have exited, and
 their correct rows are profiled by one process of its own (`serve`, started by runner.profile_targets on that
-device; the profiler's start-up, seconds, is paid once per device). A profiler session leaves CUPTI attached to the process that ran it (host overhead on
-every later launch), so it never shares a process with timing. Each row: the call is prepared and warmed up
+device; the profiler's start-up, seconds, is paid once per device). A profiler session leaves CUPTI attached
+to the process that ran it (host overhead on every later launch), so it never shares a process with timing.
+Each row: the call is prepared and warmed up
 as for timing, then PROFILED_CALLS calls are recorded, each with a synchronize after it inside one
 record_function range (the row's L2 flush, when the cache mode is cold, runs before the range). A device
 activity belongs to the call whose range holds the host-side launch it correlates with (its CUPTI
@@ -23,6 +24,7 @@ import json
 import logging
 import statistics
 import tempfile
+import warnings
 from collections.abc import Callable
 from pathlib import Path
 
@@ -197,6 +199,10 @@ def serve(jobs, settings, queue) -> None:
     from harness.worker import _exit_now, _one_line, context_broken, exact_float32
 
     logging.basicConfig(level=logging.WARNING, stream=sys.stderr)
+    # torch 2.11 warns at every session that it keeps only the current cycle's events: one session is one
+    # row here, so the warning (a line per row in every run's log) says nothing.
+    warnings.filterwarnings("ignore", message=".*Profiler clears events at the end of each cycle",
+                            category=UserWarning)
     torch.cuda.init()
     stream = torch.cuda.Stream()
     limits = occupancy.limits_for(*torch.cuda.get_device_capability())
