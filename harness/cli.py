@@ -275,8 +275,8 @@ def build_and_run(request: Request, settings: Settings, sink: ResultSink, jobs: 
     settings = dataclasses.replace(settings, timing_so=timing.so_path, timing_module=timing.module_name)
     if has_gpu:
         shares = rowloop.run(plan, request.tasks, settings, sink, row_timeout_s, list(devices), breakdowns)
-        sink.run_info["busy_s"] = {str(s.device.index): round(s.busy_s, 1) for s in shares if s.device}
-        sink.run_info["startup_s"] = {str(s.device.index): round(s.startup_s, 1) for s in shares if s.device}
+        for field in ("busy_s", "startup_s", "ceilings_s", "profile_s"):
+            sink.run_info[field] = {str(s.device.index): round(getattr(s, field), 1) for s in shares if s.device}
     else:
         for row in plan.rows + runner.not_run_rows(plan.targets, request.tasks, "no CUDA device"):
             sink.add(row)
@@ -310,8 +310,9 @@ def finish(args: argparse.Namespace, sink: ResultSink, baseline: ResultFile | No
 
 
 def wall_time_line(run: dict) -> str:
-    startup = run.get("startup_s", {})
-    busy = ", ".join(f"GPU {index} busy {s:.1f} s ({startup.get(index, 0):.1f} s starting workers)"
+    startup, ceilings, profile = (run.get(k, {}) for k in ("startup_s", "ceilings_s", "profile_s"))
+    busy = ", ".join(f"GPU {index} busy {s:.1f} s ({startup.get(index, 0):.1f} s starting workers, "
+                     f"{ceilings.get(index, 0):.1f} s ceilings, {profile.get(index, 0):.1f} s profiling)"
                      for index, s in run.get("busy_s", {}).items())
     return (f"wall time {run['wall_s']:.1f} s with builds, {run['wall_without_build_s']:.1f} s without "
             f"(builds {run.get('build_s', 0):.1f} s)" + (f"; {busy}" if busy else ""))

@@ -319,11 +319,14 @@ def probe_device(device: Device, processes: Processes = Processes()) -> str | No
 @dataclasses.dataclass(frozen=True)
 class Share:
     """The groups one device runs, and how long it took: wall seconds from its first process to its last
-    row, and of those the seconds its worker processes took to start (the fixed cost of each GPU)."""
+    breakdown, and of those the seconds its worker processes took to start and the seconds spent measuring
+    its ceilings and profiling its rows (each GPU's fixed costs, apart from its rows)."""
     device: Device | None     # None: this process's current GPU, unpinned
     tasks: list[Task]
     busy_s: float = 0.0
     startup_s: float = 0.0
+    ceilings_s: float = 0.0
+    profile_s: float = 0.0
 
 
 def assign(targets: list[Target], tasks: list[Task], devices: list[Device] | None) -> list[Share]:
@@ -362,11 +365,13 @@ def run_share(share: Share, targets: list[Target], cx: _Context) -> Share:
     probe = None if device is None else (lambda: probe_device(device, cx.processes))
     todo = [(t, runnable) for t in targets if (runnable := [task for task in share.tasks if task.dtype in t.dtypes])]
     where = "" if device is None else f" on GPU {device.index}"
-    done, startup_s = 0, 0.0
+    done, startup_s, ceilings_s, profile_s = 0, 0.0, 0.0, 0.0
     try:
         if cx.on_ceilings is not None and todo:
+            started = time.monotonic()
             ceilings = measure_ceilings(sorted({t.dtype for t in share.tasks}), device=device,
                                         worker=cx.processes.ceilings, stop=cx.stop)
+            ceilings_s = time.monotonic() - started
             if ceilings is None and probe is not None and (reason := probe()):
                 raise DeviceLost(reason, None)
             cx.on_ceilings(device, ceilings)
@@ -389,8 +394,10 @@ def run_share(share: Share, targets: list[Target], cx: _Context) -> Share:
             if correct:
                 profile_jobs.append((target, correct))
         if cx.on_breakdown is not None and profile_jobs and not cx.stop.is_set():
+            started = time.monotonic()
             profile_targets(profile_jobs, cx.settings, cx.on_breakdown, cx.row_timeout_s,
                             cx.processes.start_timeout_s, cx.processes.profile, device=device, stop=cx.stop)
+            profile_s = time.monotonic() - started
     except DeviceLost as lost:
         why = f"GPU {device.index} ({device.uuid}) lost: {lost.reason}"
         left = todo[done:] if lost.pending is None else [(todo[done][0], lost.pending)] + todo[done + 1:]
@@ -398,7 +405,8 @@ def run_share(share: Share, targets: list[Target], cx: _Context) -> Share:
         for target, tasks in left:
             for task in tasks:
                 emit(Row(target.name, target.kind, task.shape, task.dtype, Status.NOT_RUN, why))
-    return dataclasses.replace(share, busy_s=time.monotonic() - t0, startup_s=startup_s)
+    return dataclasses.replace(share, busy_s=time.monotonic() - t0, startup_s=startup_s, ceilings_s=ceilings_s,
+                               profile_s=profile_s)
 
 
 def run(plan_: Plan, tasks: list[Task], settings: Settings, on_row: Callable[[Row], None],

@@ -78,7 +78,8 @@ def test_a_group_never_straddles_two_gpus_and_every_row_runs_once(two_gpu_run):
     assert all(len(gpus) == 1 for gpus in gpus_of_group.values())
     # balanced on rows: each GPU has one float32 group (2 rows) and one bfloat16 group (1 row)
     assert sorted(len(share.tasks) for share in shares) == [2, 2]
-    assert all(share.busy_s > share.startup_s > 0 for share in shares)
+    assert all(share.busy_s > share.startup_s + share.ceilings_s and share.startup_s > 0 and share.ceilings_s > 0
+               and share.profile_s == 0 for share in shares)  # no breakdowns asked for
     assert sorted(sum(t.dtype == "float32" for t in share.tasks) for share in shares) == [1, 1]
     unsupported = [r for r in rows if r.status == Status.UNSUPPORTED]
     assert len(unsupported) == 2 and all(r.device is None for r in unsupported)
@@ -136,7 +137,7 @@ def test_ceilings_are_measured_on_each_gpu():
 def test_breakdowns_are_profiled_by_one_process_per_gpu_pinned_to_it():
     """After a GPU's targets, one profiling process pinned to that GPU profiles all their correct rows there."""
     rows, found = [], []
-    runner.run(PLAN, TASKS, Settings(), rows.append, row_timeout_s=20, devices=[GPU_A, GPU_B],
+    shares = runner.run(PLAN, TASKS, Settings(), rows.append, row_timeout_s=20, devices=[GPU_A, GPU_B],
                processes=runner.Processes(serve=fake_workers.well_behaved,
                                           profile=fake_workers.profiles_naming_its_gpu, start_timeout_s=20),
                on_breakdown=found.append)
@@ -150,6 +151,7 @@ def test_breakdowns_are_profiled_by_one_process_per_gpu_pinned_to_it():
     # both targets have groups on both GPUs: one profiling process for each GPU, for both targets
     assert len(processes) == 2 and all(len(pids) == 1 for pids in processes.values())
     assert {b.variant for b in found} == {t.name for t in PLAN.targets}
+    assert all(share.busy_s > share.profile_s > 0 for share in shares)
 
 
 def test_a_failure_in_one_gpu_thread_stops_the_run_and_drops_later_rows():
