@@ -67,7 +67,10 @@ print("---- summary ----")
 if not (build and one and two):
     sys.exit("a run left no result file: see the logs in " + str(out))
 cold = build["run"]["build_s"]
-print(f"commit {one['env'].get('commit')}; {len(one['rows'])} rows; cold build {cold:.1f} s")
+log = (out / "build.log").read_text()
+cached = log.count(": cached in ")
+made = f" ({cached} extension(s) found cached: a warm build, so 'with builds' below is not a cold one)" if cached else ""
+print(f"commit {one['env'].get('commit')}; {len(one['rows'])} rows; build {cold:.1f} s{made}")
 for name, data in (("1 GPU ", one), ("2 GPUs", two)):
     run = data["run"]
     per_gpu = ", ".join(f"GPU {i} busy {s:.1f} s ({run['startup_s'][i]:.1f} s starting workers, "
@@ -76,7 +79,7 @@ for name, data in (("1 GPU ", one), ("2 GPUs", two)):
                         f"{sum(1 for r in data['rows'] if (r.get('device') or {}).get('index') == int(i))} rows)"
                         for i, s in run.get("busy_s", {}).items()) or "no GPU"
     print(f"{name}: {run['wall_without_build_s']:.1f} s without builds, "
-          f"{run['wall_without_build_s'] + cold:.1f} s with the cold build; {per_gpu}")
+          f"{run['wall_without_build_s'] + cold:.1f} s with the build; {per_gpu}")
 without = two["run"]["wall_without_build_s"] / one["run"]["wall_without_build_s"]
 with_builds = (two["run"]["wall_without_build_s"] + cold) / (one["run"]["wall_without_build_s"] + cold)
 print(f"(a) 2 GPUs / 1 GPU: {without:.2f}x without builds, {with_builds:.2f}x with builds "
