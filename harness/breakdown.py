@@ -5,14 +5,13 @@ Apart from the timed samples: once a device's targets are checked and timed, the
 their correct rows are profiled by one process of its own (`serve`, started by runner.profile_targets on that
 device; the profiler's start-up, seconds, is paid once per device). A profiler session leaves CUPTI attached
 to the process that ran it (host overhead on every later launch), so it never shares a process with timing.
-Each row: the call is prepared and warmed up
-as for timing, then PROFILED_CALLS calls are recorded, each with a synchronize after it inside one
-record_function range (the row's L2 flush, when the cache mode is cold, runs before the range). A device
-activity belongs to the call whose range holds the host-side launch it correlates with (its CUPTI
-correlation id), or, lacking one, the range that holds its device start time (the call's work ends before
-its range does); activities outside every range (the flush) are dropped. Per kernel name: launches per call
-and device time per call (the median over the calls), with the first launch's grid, block, registers and
-shared memory, and its theoretical occupancy.
+Each row: the call is prepared and warmed up as for timing, then PROFILED_CALLS calls are recorded, each with
+a synchronize after it inside one record_function range (the row's L2 flush, when the cache mode is cold, runs
+before the range). A device activity belongs to the call whose range holds the host-side launch it correlates
+with (its CUPTI correlation id), or, lacking one, the range that holds its device start time (the call's work
+ends before its range does); activities outside every range (the flush) are dropped. Per kernel name: launches
+per call and device time per call (the median over the calls), with the first launch's grid, block, registers
+and shared memory, and its theoretical occupancy.
 
 The records and the trace parsing need no torch (result-file readers use them); profiling imports it.
 """

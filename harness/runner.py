@@ -260,8 +260,9 @@ def profile_targets(jobs: list[tuple[Target, list[Task]]], settings: Settings,
                 msg = _receive(proc, q, timeout_s if current else start_timeout_s, stop)
             if msg is None and not _stopped(stop):
                 what = "hung" if proc.is_alive() else f"died (exit code {proc.exitcode})"
-                if not ready or current is None:
-                    log.warning("the profiling process %s before its first row", what)
+                if not ready or current is None:  # not inside a row: nothing to blame, so no fresh start
+                    log.warning("the profiling process %s %s", what, "before its first row" if not ready
+                                else "between rows")
                     break
                 name, task = current
                 log.warning("%s %s %s: the profiling process %s; a fresh one takes the rows left", name,
