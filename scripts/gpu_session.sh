@@ -80,10 +80,16 @@ elif [ "$phase" = profile ]; then
                 cutlass_2gemm,deepseek-v2-lite:4096,bfloat16 fused_tiled,seed,float32}; do
     IFS=, read -r v s d <<< "$item"
     stamp "ncu $v $s $d"
-    log="$work/ncu-$v-${s//:/-}-$d.txt"
-    timeout "${NCU_S:-120}" ncu --clock-control none --set full --launch-count "${NCU_KERNELS:-8}" \
-      $py scripts/profile_variant.py "$v" "$s" "$d" 3 > "$log" 2>&1
-    echo "exit $?; $(grep -c 'Section: GPU Speed Of Light Throughput' "$log") kernel(s) profiled"
+    name="$work/ncu-$v-${s//:/-}-$d"
+    timeout "${NCU_S:-120}" ncu --clock-control none --set full --launch-count "${NCU_KERNELS:-8}" -f -o "$name" \
+      $py scripts/profile_variant.py "$v" "$s" "$d" 3 > "$name.log" 2>&1
+    echo "exit $?"
+    # the report read back as text (with ncu's rule notes: stalls, occupancy limits) and as CSV; the
+    # binary report itself stays behind (its size would crowd out the rest of $OUT)
+    ncu --import "$name.ncu-rep" --page details > "$name.txt" 2>&1
+    ncu --import "$name.ncu-rep" --csv --page details > "$name.csv" 2>&1
+    rm -f "$name.ncu-rep"
+    $py scripts/ncu_summary.py "$name.csv" 2>&1 | tee "$name.summary"
   done
 else
   if [ -z "${SKIP_TESTS:-}" ]; then
