@@ -93,18 +93,19 @@ elif [ "$phase" = profile ]; then
   done
 else
   if [ -z "${SKIP_TESTS:-}" ]; then
-  stamp "GPU tests"
-  # SIGINT, not SIGTERM: pytest interrupted so still prints the failures so far and their reasons.
-  # The GPU suite (-m gpu); the build-marked tests need no GPU and run in CI (TESTS_MARK="gpu or build" adds them).
-  timeout -s INT -k 30 "${TESTS_S:-300}" $py -m pytest -q -m "${TESTS_MARK:-gpu}" -p no:cacheprovider -rfEs --durations=40 \
-    > "$work/gpu-tests.log" 2>&1
-  echo "GPU tests: exit $?"
-  grep -E "passed|failed" "$work/gpu-tests.log" | tail -1
+    stamp "GPU tests"
+    # SIGINT, not SIGTERM: pytest interrupted so still prints the failures so far and their reasons.
+    # The GPU suite (-m gpu); the build-marked tests need no GPU and run in CI (TESTS_MARK="gpu or build" adds them).
+    timeout -s INT -k 30 "${TESTS_S:-300}" $py -m pytest -q -m "${TESTS_MARK:-gpu}" -p no:cacheprovider -rfEs \
+      --durations=40
+      > "$work/gpu-tests.log" 2>&1
+    echo "GPU tests: exit $?"
+    grep -E "passed|failed" "$work/gpu-tests.log" | tail -1
   fi
   if [ -z "${SKIP_MULTI:-}" ]; then
-  stamp "multi-GPU check"
-  OUT="$work/multi" timeout "${MULTI_S:-400}" scripts/multi_gpu_check.sh > "$work/multi-gpu.log" 2>&1
-  tail -8 "$work/multi-gpu.log"
+    stamp "multi-GPU check"
+    OUT="$work/multi" timeout "${MULTI_S:-400}" scripts/multi_gpu_check.sh > "$work/multi-gpu.log" 2>&1
+    tail -8 "$work/multi-gpu.log"
   fi
 fi
 stamp done

@@ -84,12 +84,14 @@ def check_in_parallel(target, tasks, settings, workers: int = CHECK_WORKERS) -> 
 def test_variant_correct_everywhere(plan, name):
     """Check-only rows of one kernel (one test per kernel, so the suite's durations say which one is slow):
     float32 on every shape, bf16/fp16 on a few plus the tensor-core paths."""
-    target = next(t for t in plan.targets if t.name == name)
+    target = next((t for t in plan.targets if t.name == name), None)
+    assert target is not None, [r.message for r in plan.rows if r.variant == name][:1]  # its build failed
     settings = Settings(time=False, timing_so=plan.targets[0].so_path, timing_module=plan.targets[0].module_name)
     tasks = [Task(s, "float32") for s in SHAPES] + [Task(s, d) for s in SMALL + TC_SHAPES
                                                     for d in ("bfloat16", "float16")]
-    rows = check_in_parallel(target, [t for t in tasks if t.dtype in target.dtypes], settings)
-    assert len(rows) == len([t for t in tasks if t.dtype in target.dtypes]), f"{name}: rows missing"
+    mine = [t for t in tasks if t.dtype in target.dtypes]
+    rows = check_in_parallel(target, mine, settings)
+    assert len(rows) == len(mine), f"{name}: {len(mine) - len(rows)} row(s) missing"
     bad = [f"{r.shape.label()} {r.dtype}: {r.status} {r.message}" for r in rows if r.status != Status.OK]
     assert not bad, "\n".join(bad)
     if "float32" in KERNEL_DTYPES[name]:
