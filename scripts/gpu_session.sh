@@ -97,7 +97,7 @@ else
     # SIGINT, not SIGTERM: pytest interrupted so still prints the failures so far and their reasons.
     # The GPU suite (-m gpu); the build-marked tests need no GPU and run in CI (TESTS_MARK="gpu or build" adds them).
     timeout -s INT -k 30 "${TESTS_S:-300}" $py -m pytest -q -m "${TESTS_MARK:-gpu}" -p no:cacheprovider -rfEs \
-      --durations=40
+      --durations=40 \
       > "$work/gpu-tests.log" 2>&1
     echo "GPU tests: exit $?"
     grep -E "passed|failed" "$work/gpu-tests.log" | tail -1
