@@ -230,26 +230,10 @@ fused_mla_kernel(const T* __restrict__ hidden, const T* __restrict__ w_down, con
     };
 
     float acc[TM][TN];
-#pragma unroll
-    for (int i = 0; i < TM; ++i)
-#pragma unroll
-        for (int j = 0; j < TN; ++j) acc[i][j] = 0.f;
-
-    // prologue: STAGES-1 chunks in flight (one commit group per chunk, possibly empty)
-#pragma unroll
-    for (int s = 0; s < STAGES - 1; ++s) {
-        if (s < total) load_chunk(s, s);
-        cp_async_commit();
-    }
-
+    zero_tile(acc);
+    ring_prologue<STAGES>(total, load_chunk);
     for (int c = 0; c < total; ++c) {
-        cp_async_wait<STAGES - 2>();  // chunk c has landed (this thread's copies)
-        __syncthreads();              // ... everyone's copies; stage (c-1)%STAGES is free; latent visible
-        {
-            const int pc = c + STAGES - 1;
-            if (pc < total) load_chunk(pc, pc % STAGES);
-            cp_async_commit();
-        }
+        ring_next<STAGES>(c, total, load_chunk);  // its barrier also makes the latent tile's last writes visible
 
         const int stage = c % STAGES;
         const T* const As = ring + size_t(stage) * STAGE_ELEMS;
@@ -304,10 +288,7 @@ fused_mla_kernel(const T* __restrict__ hidden, const T* __restrict__ w_down, con
                 }
                 // red is next written only after the next iteration's __syncthreads.
             }
-#pragma unroll
-            for (int i = 0; i < TM; ++i)
-#pragma unroll
-                for (int j = 0; j < TN; ++j) acc[i][j] = 0.f;
+            zero_tile(acc);
         }
     }
     cp_async_wait<0>();  // only empty groups can be pending here; keep the block alive until they retire

@@ -1,5 +1,6 @@
 // Shared helpers of the kvbench variants: input checks every forward repeats, dtype conversions, 4-wide vector
-// loads/stores, cp.async wrappers, device attributes cached per device, a cuBLAS math-mode guard.
+// loads/stores, cp.async wrappers and the SIMT paths' cp.async ring, device attributes cached per device, a cuBLAS
+// math-mode guard.
 // Every TORCH_CHECK message is a literal: a formatted several-argument message crashed torch 2.11 on the H200.
 #pragma once
 
@@ -163,6 +164,37 @@ __device__ __forceinline__ void cp_async16(void* smem, const void* gmem, bool pr
 __device__ __forceinline__ void cp_async_commit() { asm volatile("cp.async.commit_group;\n" ::: "memory"); }
 template <int N>
 __device__ __forceinline__ void cp_async_wait() { asm volatile("cp.async.wait_group %0;\n" ::"n"(N) : "memory"); }
+
+// ---------------------------------------------------------------- SIMT paths: a cp.async ring, STAGES deep
+// Chunk c of `total` lives in stage c % STAGES; load(c, stage) issues this thread's copies of chunk c.
+// ring_prologue: chunks 0 .. STAGES-2 in flight, one commit group each (empty ones too: the waits count groups).
+template <int STAGES, typename Load>
+__device__ __forceinline__ void ring_prologue(int total, Load&& load) {
+#pragma unroll
+    for (int s = 0; s < STAGES - 1; ++s) {
+        if (s < total) load(s, s);
+        cp_async_commit();
+    }
+}
+
+// ring_next, at the top of step c: chunk c has landed (this thread's copies, then everyone's: the barrier), the
+// stage read in step c - 1 is free, and chunk c + STAGES - 1 goes into it.
+template <int STAGES, typename Load>
+__device__ __forceinline__ void ring_next(int c, int total, Load&& load) {
+    cp_async_wait<STAGES - 2>();
+    __syncthreads();
+    const int pc = c + STAGES - 1;
+    if (pc < total) load(pc, pc % STAGES);
+    cp_async_commit();
+}
+
+template <int TM, int TN>
+__device__ __forceinline__ void zero_tile(float (&acc)[TM][TN]) {
+#pragma unroll
+    for (int i = 0; i < TM; ++i)
+#pragma unroll
+        for (int j = 0; j < TN; ++j) acc[i][j] = 0.f;
+}
 
 // SIMT paths: stage the tile [w_up_k | w_up_v][k0 : k0+BK, n0 : n0+BN] into Bs[k][n] (row pitch BN), zeros outside
 // R x 2N; NT threads, thread `tid` takes every NT-th element or 16-byte vector. `vec`: N and the pointers allow

@@ -82,25 +82,10 @@ up_stack_kernel(const float* __restrict__ lat, const T* __restrict__ w_up_k, con
     };
 
     float acc[TM][TN];
-#pragma unroll
-    for (int i = 0; i < TM; ++i)
-#pragma unroll
-        for (int j = 0; j < TN; ++j) acc[i][j] = 0.f;
-
-#pragma unroll
-    for (int s = 0; s < STAGES - 1; ++s) {
-        if (s < nK) load_chunk(s, s);
-        cp_async_commit();
-    }
-
+    zero_tile(acc);
+    ring_prologue<STAGES>(nK, load_chunk);
     for (int kc = 0; kc < nK; ++kc) {
-        cp_async_wait<STAGES - 2>();
-        __syncthreads();
-        {
-            const int pc = kc + STAGES - 1;
-            if (pc < nK) load_chunk(pc, pc % STAGES);
-            cp_async_commit();
-        }
+        ring_next<STAGES>(kc, nK, load_chunk);
         const int s = kc % STAGES;
         const float* A = stage_a(s) + (ty * TM) * APITCH;
         const T* B = stage_b(s) + tx * 4;
