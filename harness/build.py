@@ -5,6 +5,7 @@ import concurrent.futures
 import contextlib
 import dataclasses
 import hashlib
+import importlib.util
 import logging
 import os
 import re
@@ -188,7 +189,20 @@ def build_one(src: ExtensionSource, cache_root: Path = DEFAULT_CACHE) -> BuildRe
         return BuildResult(src.name, ok=False, message=str(exc))
     module_name = f"{src.name}_{build_key(src, archs, libraries)}"
     build_dir = Path(cache_root) / module_name
-    cached = any(build_dir.glob(f"{module_name}*.so"))
+    cached_so = next(iter(sorted(build_dir.glob(f"{module_name}*.so"))), None)
+    if cached_so is not None:
+        # The key covers every input (source, shared headers, flags, archs, torch, libraries), so the cached
+        # library is this build. Imported directly: ninja would rebuild it when only the variant's folder (an
+        # -I path, e.g. a fresh temporary folder) differs, though the build is the same.
+        start = time.perf_counter()
+        try:
+            module = _import_library(module_name, cached_so)
+        except Exception as exc:  # a damaged file: build it again
+            log.info("%s: cached %s not importable (%s); building again", src.name, cached_so.name, exc)
+        else:
+            return BuildResult(src.name, ok=True, cached=True, so_path=module.__file__, module_name=module_name,
+                               seconds=time.perf_counter() - start, log_path=str(build_dir / "build.log"),
+                               resources=resources.read_build(build_dir, module.__file__))
     build_dir.mkdir(parents=True, exist_ok=True)
     includes, lib_dirs = wheel_cuda_dirs()
     cuda_home = os.environ.get("CUDA_HOME", "")
@@ -213,9 +227,17 @@ def build_one(src: ExtensionSource, cache_root: Path = DEFAULT_CACHE) -> BuildRe
         return BuildResult(src.name, ok=False, seconds=time.perf_counter() - start,
                            message=first_error_lines(text), log_path=str(log_path))
     seconds = time.perf_counter() - start
-    return BuildResult(src.name, ok=True, cached=cached, so_path=module.__file__, module_name=module_name,
+    return BuildResult(src.name, ok=True, so_path=module.__file__, module_name=module_name,
                        seconds=seconds, log_path=str(log_path),
                        resources=resources.read_build(build_dir, module.__file__))
+
+
+def _import_library(module_name: str, so_path: Path):
+    """The extension module in so_path (what load_inline returns once it has built)."""
+    spec = importlib.util.spec_from_file_location(module_name, so_path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
 
 
 def build_all(sources: list[ExtensionSource], cache_root: Path = DEFAULT_CACHE,

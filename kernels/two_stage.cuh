@@ -10,6 +10,12 @@
 
 #include <type_traits>
 
+// GEMM1's most k-splits on the tensor-core path (the splits fill the SMs once, up to this many). A -D define
+// overrides it: scripts/probe_axis.sh builds one two_stage per value to measure the split-k trade-off.
+#ifndef MLA_GEMM1_SPLIT_CAP
+#define MLA_GEMM1_SPLIT_CAP 64
+#endif
+
 namespace {
 
 using namespace kv;
@@ -217,7 +223,7 @@ void launch_two_stage_tc(const torch::Tensor& hidden, const torch::Tensor& w_dow
                          const torch::Tensor& w_up_v, torch::Tensor& out, int M, int D, int R, int N, int dev,
                          int sms, cudaStream_t stream) {
     using C = mla::Cfg<BM>;
-    mla::Params p = mla::make_params(BM, M, D, R, N, mla::pick_splits(BM, M, R, sms, 64));
+    mla::Params p = mla::make_params(BM, M, D, R, N, mla::pick_splits(BM, M, R, sms, MLA_GEMM1_SPLIT_CAP));
     const int tiles1 = p.n_mt * p.n_nt1;
     auto latent = torch::empty({int64_t(M), int64_t(R)}, hidden.options());
     torch::Tensor ws;

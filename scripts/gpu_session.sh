@@ -8,6 +8,8 @@
 #   PHASE=2: the GPU tests (both GPUs visible: the multi-GPU tests need two), then the multi-GPU check
 #            (scripts/multi_gpu_check.sh). Builds again if the machine is a fresh one. SKIP_TESTS=1 or
 #            SKIP_MULTI=1 leaves one of the two out, so each fits one call (build ~220 s + tests, or the check).
+#            PROBE_VARIANT, PROBE_AXES and PROBE_ARGS add a scripts/probe_axis.sh run after the tests (its builds
+#            happen with the others).
 # A sweep cut by its time limit gets SIGINT: the harness keeps its finished rows (the file says complete: false).
 # The machine gets the tree without .git: pass KVBENCH_COMMIT=<sha>; CUTLASS headers travel as third_party/cutlass.
 #   KVBENCH_COMMIT=$(git rev-parse HEAD) PHASE=1 scripts/gpu_session.sh
@@ -51,8 +53,12 @@ build() {
   { $py run_bench.py new scaffolded --kernels "$scaffold" && CUDA_VISIBLE_DEVICES= timeout 300 $py run_bench.py \
       --kernels "$scaffold" --variant all --shape seed --json "$work/build-scaffold.json"; } \
     > "$work/build-scaffold.log" 2>&1 &
+  if [ -n "${PROBE_AXES:-}" ]; then  # the probe's builds (one per axis value) with the others
+    CUDA_VISIBLE_DEVICES= PROBE_DIR=/tmp/gpu-session/probe timeout 300 scripts/probe_axis.sh "$PROBE_VARIANT" \
+      "$PROBE_AXES" --shape seed --json "$work/build-probe.json" > "$work/build-probe.log" 2>&1 &
+  fi
   wait
-  grep -h "wall time\|FAILED" "$work/build.log" "$work/build-adv.log" "$work/build-scaffold.log" | head
+  grep -h "wall time\|FAILED" "$work"/build*.log | head
 }
 
 { nvidia-smi; nvidia-smi -q -d CLOCK,POWER; $py -c 'import torch, triton; print(torch.__version__, triton.__version__)'; nproc; } \
@@ -81,7 +87,7 @@ elif [ "$phase" = profile ]; then
     IFS=, read -r v s d <<< "$item"
     stamp "ncu $v $s $d"
     name="$work/ncu-$v-${s//:/-}-$d"
-    timeout "${NCU_S:-120}" ncu --clock-control none --set full --launch-count "${NCU_KERNELS:-8}" -f -o "$name" \
+    timeout "${NCU_S:-120}" ncu --clock-control none --profile-from-start off --set full --launch-count "${NCU_KERNELS:-8}" -f -o "$name" \
       $py scripts/profile_variant.py "$v" "$s" "$d" 3 > "$name.log" 2>&1
     echo "exit $?"
     # the report read back as text (with ncu's rule notes: stalls, occupancy limits) and as CSV; the
@@ -101,6 +107,15 @@ else
       > "$work/gpu-tests.log" 2>&1
     echo "GPU tests: exit $?"
     grep -E "passed|failed" "$work/gpu-tests.log" | tail -1
+    pack  # what is done so far comes back even if a later step meets the call's time limit
+  fi
+  if [ -n "${PROBE_AXES:-}" ]; then
+    stamp "probe $PROBE_VARIANT over $PROBE_AXES"
+    # shellcheck disable=SC2086
+    PROBE_DIR=/tmp/gpu-session/probe timeout "${PROBE_S:-120}" scripts/probe_axis.sh "$PROBE_VARIANT" "$PROBE_AXES" \
+      $PROBE_ARGS --json "$work/probe.json" --markdown "$work/probe.md" > "$work/probe.log" 2>&1
+    echo "probe: exit $?"
+    tail -25 "$work/probe.log"
   fi
   if [ -z "${SKIP_MULTI:-}" ]; then
     stamp "multi-GPU check"

@@ -24,7 +24,7 @@ from harness.shapes import preset
 
 REPO = Path(__file__).resolve().parent.parent
 ADV = REPO / "tests" / "adversarial"
-ROW_TIMEOUT_S = 15  # the infinite loop costs this much of the GPU run; an ok row here takes ~2 s
+ROW_TIMEOUT_S = 10  # the infinite loop costs this much of the GPU run; an ok row here takes ~2 s
 
 # variant -> (status the harness must give, a fragment its message must contain)
 CASES = {

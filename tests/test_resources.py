@@ -137,7 +137,7 @@ def test_driver_reads_the_loaded_module_like_ptxas(tmp_path):
     from harness import axes, build, discover, runner
     from harness.scaffold import write_variant
     shutil_copy(tmp_path)
-    spec = discover.load_variant(write_variant("drv", tmp_path))
+    spec = discover.load_variant(write_variant("scaffolded", tmp_path))  # test_scaffold's build: cached
     combo = axes.combinations(spec.name, spec.axes)[0]
     result = build.build_all([runner.variant_extension(spec, combo)])[combo.build_name]
     assert result.ok, result.message

@@ -45,6 +45,25 @@ def test_list_then_finds_both_builds_in_the_cache(template_build):
     assert entry.build == "2/2 cached" and entry.axes == "TILE=16,32 (2 builds)"
 
 
+@pytest.mark.build
+def test_the_same_source_in_another_folder_is_taken_from_the_cache(template_build, tmp_path, monkeypatch):
+    """The build cache is keyed by content, not by folder: the template written into a second folder (a fresh
+    temporary one, as every test and `new` user has) imports the cached library and compiles nothing (nvcc
+    would otherwise rebuild, its -I path being new)."""
+    import torch.utils.cpp_extension
+
+    def no_compiler(*args, **kwargs):
+        raise AssertionError("load_inline called: the cached build was not used")
+
+    monkeypatch.setattr(torch.utils.cpp_extension, "load_inline", no_compiler)
+    shutil.copy(REPO / "kernels" / scaffold.SHARED_HEADER, tmp_path)
+    again = runner.plan([scaffold.write_variant("scaffolded", tmp_path)], [])
+    first_plan, _ = template_build
+    assert not again.rows, [r.message for r in again.rows]
+    kernels = {t.name: t.so_path for t in again.targets if t.kind == Kind.KERNEL}
+    assert kernels == {t.name: t.so_path for t in first_plan.targets if t.kind == Kind.KERNEL}
+
+
 @pytest.mark.gpu
 def test_the_template_passes_as_written(template_build):
     template_plan, _ = template_build

@@ -52,11 +52,11 @@ def test_autotuning_happens_in_the_first_call_not_in_the_timed_samples():
     any autotuner's cache, so no config is benchmarked inside a timed sample."""
     import torch
 
-    from harness import baselines, check, timing
+    from harness import baselines, check
     from harness.problem import DTYPES, make_inputs
     from harness.records import Kind, Settings, Target
     from harness.shapes import preset
-    from harness.worker import Rotation, time_task
+    from harness.worker import Rotation, make_instruments, time_task
     from harness import pyvariant
     module = pyvariant.load(VARIANT)
     target = Target("triton_two_stage", Kind.KERNEL, ("bfloat16",), str(VARIANT), pyvariant.module_name(VARIANT))
@@ -69,6 +69,6 @@ def test_autotuning_happens_in_the_first_call_not_in_the_timed_samples():
     helper_plan = __import__("harness.runner", fromlist=["plan"]).plan([], [])
     helper = baselines.import_extension(helper_plan.targets[0].so_path, helper_plan.targets[0].module_name)
     settings = Settings(rounds=1)
-    time_task(Rotation(forward, sets), timing.GpuTime(helper, timing.L2Flush()), settings)
+    time_task(Rotation(forward, sets), make_instruments(helper, settings), settings)  # what a worker times with
     torch.cuda.synchronize()
     assert {k: dict(k.cache) for k in tuned} == tuned
