@@ -94,6 +94,8 @@ elif [ "$phase" = profile ]; then
     # binary report itself stays behind (its size would crowd out the rest of $OUT)
     ncu --import "$name.ncu-rep" --page details > "$name.txt" 2>&1
     ncu --import "$name.ncu-rep" --csv --page details > "$name.csv" 2>&1
+    # per-instruction SASS with its stall samples: which instruction the top stall waits on
+    ncu --import "$name.ncu-rep" --csv --page source --print-source sass > "$name-sass.csv" 2>&1
     rm -f "$name.ncu-rep"
     $py scripts/ncu_summary.py "$name.csv" 2>&1 | tee "$name.summary"
   done
