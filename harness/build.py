@@ -5,7 +5,6 @@ import concurrent.futures
 import contextlib
 import dataclasses
 import hashlib
-import importlib.util
 import logging
 import os
 import re
@@ -19,6 +18,7 @@ import torch
 
 from harness import includes as header_libs
 from harness import resources
+from harness.baselines import import_extension
 from harness.errors import HeaderLibraryMissing, ToolchainError
 from harness.progress import Progress
 
@@ -196,7 +196,7 @@ def build_one(src: ExtensionSource, cache_root: Path = DEFAULT_CACHE) -> BuildRe
         # -I path, e.g. a fresh temporary folder) differs, though the build is the same.
         start = time.perf_counter()
         try:
-            module = _import_library(module_name, cached_so)
+            module = import_extension(str(cached_so), module_name)
         except Exception as exc:  # a damaged file: build it again
             log.info("%s: cached %s not importable (%s); building again", src.name, cached_so.name, exc)
         else:
@@ -230,14 +230,6 @@ def build_one(src: ExtensionSource, cache_root: Path = DEFAULT_CACHE) -> BuildRe
     return BuildResult(src.name, ok=True, so_path=module.__file__, module_name=module_name,
                        seconds=seconds, log_path=str(log_path),
                        resources=resources.read_build(build_dir, module.__file__))
-
-
-def _import_library(module_name: str, so_path: Path):
-    """The extension module in so_path (what load_inline returns once it has built)."""
-    spec = importlib.util.spec_from_file_location(module_name, so_path)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
 
 
 def build_all(sources: list[ExtensionSource], cache_root: Path = DEFAULT_CACHE,
