@@ -41,6 +41,7 @@ sweep() {  # NAME DTYPES DEVICES: the preset sweep at decode, mid and prefill si
   echo "$1: exit $?, $(grep '^wall time' "$work/$1.log" || tail -1 "$work/$1.log")"
 }
 build() {
+  rm -f "$work"/build*.log  # a warm machine keeps the last call's: the summary below is this call's only
   CUDA_VISIBLE_DEVICES= timeout 300 $py run_bench.py --variant all --shape seed --json "$work/build.json" \
     > "$work/build.log" 2>&1 &
   CUDA_VISIBLE_DEVICES= timeout 300 $py run_bench.py --kernels tests/adversarial --variant all --shape seed \
