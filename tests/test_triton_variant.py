@@ -46,6 +46,26 @@ def test_split_k_only_when_the_latent_has_few_tiles():
     assert module.split_k(512, 512, 7168, 132) == 4       # 32 tiles
 
 
+def test_autotuning_benchmarks_each_config_briefly(monkeypatch):
+    """Both autotuners time a config with 5 ms of warm-up and 25 ms of repeats (Triton's default 25 + 100 ms made
+    a first call cost seconds); the benchmarker is the active driver's, whatever it is."""
+    import triton
+    sys.path.insert(0, str(REPO))
+    from harness import pyvariant
+    module = pyvariant.load(VARIANT)
+    calls = []
+
+    class Driver:
+        def get_benchmarker(self):
+            return lambda fn, **kwargs: calls.append(kwargs) or [1.0, 1.0, 1.0]
+
+    monkeypatch.setattr(triton.runtime.driver, "_active", Driver(), raising=False)
+    monkeypatch.setattr(type(triton.runtime.driver), "active", property(lambda self: Driver()), raising=False)
+    for kernel in (module.latent_kernel, module.up_stack_kernel):
+        assert kernel.do_bench(lambda: None, quantiles=(0.5, 0.2, 0.8)) == [1.0, 1.0, 1.0]
+    assert calls == [{"warmup": 5, "rep": 25, "quantiles": (0.5, 0.2, 0.8)}] * 2
+
+
 @pytest.mark.gpu
 def test_autotuning_happens_in_the_first_call_not_in_the_timed_samples():
     """The harness's first call (prepare, timed as compile_s) tunes; the check and the timing add no entry to
