@@ -85,7 +85,7 @@ def _compare_rows(rows, tablefmt: str, escape=lambda cell: cell) -> str:
 def headline(comparison: Comparison) -> str:
     counts = ", ".join(f"{n} {verdict}" for verdict, n in comparison.counts().items()) or "no rows"
     gate = "FAILED" if comparison.exit_code else "passed"
-    return f"gate {gate}: {counts} (threshold: max({comparison.floor:.0%}, recorded spread))"
+    return f"gate {gate}: {counts} (threshold: max({comparison.floor:.0%}, recorded spread; call: also its host share))"
 
 
 def comparison_table(comparison: Comparison, tablefmt: str = "simple") -> str:

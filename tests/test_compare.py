@@ -405,6 +405,26 @@ def test_call_latency_judged_against_warm_gpu_time(base_result):
     assert verdicts_of(compare(base_result, current), row)["call"].verdict == Verdict.NOISY
 
 
+def test_host_part_of_a_device_bound_call_widens_its_threshold(base_result):
+    """Two runs of one commit on one H200: the host's part of a device-bound call (call - warm GPU time) went from
+    8 % to 19 % of the call and the call speedup moved 14 %, beyond the 10 % floor. That is the host, judged
+    against the host shares of the row and its eager row; a change beyond those shares is still SLOWER."""
+    row = device_bound_row(base_result)
+    baseline, current = copy.deepcopy(base_result), copy.deepcopy(base_result)
+    for data, mine_share, eager_share in ((baseline, 0.08, 0.13), (current, 0.19, 0.11)):
+        mine, eager = find(data, row), eager_of(data, row)
+        for r, share in ((mine, mine_share), (eager, eager_share)):
+            warm = (r.get("gpu_warm_us") or r["gpu_us"])["median"]
+            r["call_us"] = dict(r["call_us"], median=warm / (1 - share), spread=0.0)
+        eager["call_us"] = dict(eager["call_us"], spread=0.0)
+        mine["speedup"]["vs_eager"]["call"] = eager["call_us"]["median"] / mine["call_us"]["median"]
+    call = verdicts_of(compare(baseline, current), row)["call"]
+    assert -0.2 < call.change < -0.1 and call.threshold >= 0.19 + 0.11 - 1e-9
+    assert call.verdict == Verdict.SAME
+    find(current, row)["speedup"]["vs_eager"]["call"] *= 0.6  # the call 1.7x slower than the host shares allow
+    assert verdicts_of(compare(baseline, current), row)["call"].verdict == Verdict.SLOWER
+
+
 def test_rows_left_out_by_choice_are_skipped(base_result):
     """--baselines / --variant leave rows out on purpose: SKIPPED, not MISSING, and the kernel rows are judged."""
     row = pick_row(base_result)
