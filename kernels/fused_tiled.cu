@@ -614,7 +614,7 @@ void launch_fused_tc(const torch::Tensor& hidden, const torch::Tensor& w_down, c
                      const torch::Tensor& w_up_v, torch::Tensor& out, int M, int D, int R, int N, int dev, int sms,
                      cudaStream_t stream) {
     using C = mla::Cfg<BM>;
-    mla::Params p = mla::make_params(BM, M, D, R, N, mla::pick_splits(BM, M, R, sms, 64));
+    mla::Params p = mla::make_params(BM, mla::BN, M, D, R, N, mla::pick_splits(BM, mla::BN, M, R, sms, 64));
     const int tiles1 = p.n_mt * p.n_nt1;
     auto latent = torch::empty({int64_t(M), int64_t(R)}, hidden.options());
     torch::Tensor ws;

@@ -11,15 +11,18 @@
 #include <algorithm>
 
 /*
- * Tile BM x BN x BK = (128 or 64) x 256 x 64; STAGES shared-memory stages (3 for BM 128, 4 for BM 64) of
+ * Tile BM x BN x BK = (128 or 64) x 256 x 64, or 128 x 128 x 64 (a GEMM1-only launch: twice the tiles of 128 x 256,
+ * so prefill fills the SMs without a k-split); STAGES shared-memory stages (3 for 128 x 256, 4 for 64 x 256, 6 for
+ * 128 x 128) of
  *   A: one TMA box 64 k x BM rows (128-byte swizzle, K-major): hidden (GEMM1) or latent (GEMM2)
- *   B: four TMA boxes 64 n x 64 k (8 KB each, 128-byte swizzle, N-major), from w_down (GEMM1), or from w_up_k when
- *      the tile's first column is < N and from w_up_v otherwise (GEMM2; N % 256 == 0 so a tile never straddles).
+ *   B: BN / 64 TMA boxes 64 n x 64 k (8 KB each, 128-byte swizzle, N-major), from w_down (GEMM1), or from w_up_k
+ *      when the tile's first column is < N and from w_up_v otherwise (GEMM2; N % 256 == 0 so a tile never straddles).
  * Threads: 384 = 3 warpgroups. Warpgroup 0 = producer (setmaxnreg 40; one thread issues every TMA load);
- *   warpgroups 1 and 2 = consumers (setmaxnreg 232). BM 128: consumer g owns rows 64g .. 64g+63 and all 256
- *   columns (wgmma m64n256k16, 128 fp32 accumulators per thread); BM 64: both own the 64 rows, consumer g the
- *   columns 128g .. 128g+127 (m64n128k16, 64 accumulators). A stage is released (empty barrier, one arrival per
- *   consumer warpgroup) once the next stage's wgmmas are issued and the previous group retired (wait_group 1).
+ *   warpgroups 1 and 2 = consumers (setmaxnreg 232). BM 128: consumer g owns rows 64g .. 64g+63 and all BN
+ *   columns (wgmma m64n256k16 / m64n128k16, 128 / 64 fp32 accumulators per thread); BM 64: both own the 64 rows,
+ *   consumer g the columns 128g .. 128g+127 (m64n128k16, 64 accumulators). A stage is released (empty barrier, one
+ *   arrival per consumer warpgroup) once the next stage's wgmmas are issued and the previous group retired
+ *   (wait_group 1).
  * Epilogues (per consumer warpgroup):
  *   GEMM2: accumulators -> bf16/fp16 -> the warpgroup's staging buffer (64 x 64 boxes, 128-byte swizzle,
  *     conflict-free 4-byte stores) -> fence.proxy.async -> TMA stores into out viewed as (M, 2N): the stacked
@@ -42,21 +45,23 @@
 
 namespace mla {
 
-constexpr int BN = 256, BK = 64;
+constexpr int BN = 256, BK = 64;  // BN: the GEMM2 tile's width (and GEMM1's, but for the 128 x 128 launch)
 constexpr int THREADS = 384;
 constexpr int B_BOX_BYTES = 64 * BK * 2;          // 8 KB: 64 columns x 64 k
-constexpr int B_BYTES = (BN / 64) * B_BOX_BYTES;  // 32 KB
 
-// Tile shape BM x 256: BM = 128 (prefill: consumer warpgroup g owns rows 64g.., all 256 columns) or BM = 64
-// (decode: both consumer warpgroups own the 64 rows, warpgroup g the columns 128g .. 128g+127).
-template <int BM_>
+// Tile shape BM x BN_: 128 x 256 (prefill: consumer warpgroup g owns rows 64g.., all 256 columns), 64 x 256
+// (decode: both consumer warpgroups own the 64 rows, warpgroup g the columns 128g .. 128g+127), or 128 x 128
+// (GEMM1 at prefill: consumer g owns rows 64g.., all 128 columns; GEMM2 units are refused).
+template <int BM_, int BN_ = BN>
 struct Cfg {
-    static constexpr int BM = BM_;
-    static_assert(BM == 64 || BM == 128, "tile rows");
+    static constexpr int BM = BM_, TBN = BN_;
+    static_assert((BM == 64 && TBN == 256) || (BM == 128 && (TBN == 256 || TBN == 128)), "tile shape");
+    static constexpr bool GEMM2 = TBN == BN;          // GEMM2 units need the 256-wide tiles of Params::n_nt2
     static constexpr int MWG = BM / 64;              // consumer warpgroups along M
-    static constexpr int WN = BN / (2 / MWG);         // columns per consumer warpgroup: 256 or 128
-    static constexpr int STAGES = BM == 128 ? 3 : 4;
+    static constexpr int WN = TBN / (2 / MWG);        // columns per consumer warpgroup: 256 or 128
+    static constexpr int STAGES = TBN == 128 ? 6 : BM == 128 ? 3 : 4;
     static constexpr int A_BYTES = BM * BK * 2;
+    static constexpr int B_BYTES = (TBN / 64) * B_BOX_BYTES;  // 32 KB or 16 KB
     static constexpr int C_WG_BYTES = 64 * WN * 2;    // one warpgroup's staging: (WN / 64) boxes of 64 x 64
     static constexpr int SMEM_A = 0;
     static constexpr int SMEM_B = SMEM_A + STAGES * A_BYTES;
@@ -65,12 +70,13 @@ struct Cfg {
     static constexpr int SMEM_BYTES = SMEM_BAR + 2 * STAGES * 8;
     static constexpr int SMEM_ALLOC = SMEM_BYTES + 1024;  // the dynamic base is aligned up to 1024 (swizzle atoms)
     static constexpr int PART_F4 = (WN / 8) * 256;        // float4s of one fp32 partial tile (WN/8 per thread)
+    static_assert(SMEM_ALLOC <= 232448, "the H100/H200 opt-in shared memory per block");
 };
 
 struct Params {
     int M, D, R, N;
     int n_mt;         // row tiles: ceil(M / BM)
-    int n_nt1;        // latent column tiles: ceil(R / BN)
+    int n_nt1;        // latent column tiles: ceil(R / GEMM1's tile width)
     int splits;       // GEMM1 k-splits (each non-empty)
     int kps1;         // GEMM1 k-steps per split
     int ksteps1;      // ceil(D / BK)
@@ -150,15 +156,16 @@ __device__ __forceinline__ void store_latent2(T* lat, const Params& p, int row, 
         *reinterpret_cast<uint32_t*>(lat + size_t(row) * p.R + col) = kv::pack2<T>(a, b);
 }
 
-template <typename T, int BM_>
+template <typename T, int BM_, int BN_ = BN>
 __global__ void __launch_bounds__(THREADS, 1)
 mla_tc_kernel(const __grid_constant__ CUtensorMap tm_hidden, const __grid_constant__ CUtensorMap tm_wdown,
               const __grid_constant__ CUtensorMap tm_latent, const __grid_constant__ CUtensorMap tm_wk,
               const __grid_constant__ CUtensorMap tm_wv, const __grid_constant__ CUtensorMap tm_out,
               const Params p) {
 #if KV_SM90A
-    using C = Cfg<BM_>;
+    using C = Cfg<BM_, BN_>;
     constexpr int BM = C::BM, STAGES = C::STAGES, A_BYTES = C::A_BYTES, WN = C::WN, PART_F4 = C::PART_F4;
+    constexpr int TBN = C::TBN, B_BYTES = C::B_BYTES;
     extern __shared__ __align__(1024) unsigned char smem_raw[];
     unsigned char* smem = reinterpret_cast<unsigned char*>((reinterpret_cast<uintptr_t>(smem_raw) + 1023) & ~uintptr_t(1023));
     uint64_t* full = reinterpret_cast<uint64_t*>(smem + C::SMEM_BAR);
@@ -190,6 +197,9 @@ mla_tc_kernel(const __grid_constant__ CUtensorMap tm_hidden, const __grid_consta
             int it = 0;  // k-steps issued by this CTA so far (stage = it % STAGES)
             for (int u = p.first + blockIdx.x; u < p.last; u += gridDim.x) {
                 const Unit w = decode_unit(u, p);
+                if constexpr (!C::GEMM2) {
+                    if (w.gemm != 1) __trap();  // a 128-wide launch runs GEMM1 units only (make_params's n_nt2)
+                }
                 int k0, k1;
                 unit_ksteps(w, p, k0, k1);
                 const CUtensorMap* ta = w.gemm == 1 ? &tm_hidden : &tm_latent;
@@ -198,7 +208,7 @@ mla_tc_kernel(const __grid_constant__ CUtensorMap tm_hidden, const __grid_consta
                 int bx;
                 if (w.gemm == 1) {
                     tb = &tm_wdown;
-                    bx = w.nt * BN;
+                    bx = w.nt * TBN;
                 } else {
                     tb = w.nt < p.nt2_v ? &tm_wk : &tm_wv;
                     bx = (w.nt < p.nt2_v ? w.nt : w.nt - p.nt2_v) * BN;
@@ -222,7 +232,7 @@ mla_tc_kernel(const __grid_constant__ CUtensorMap tm_hidden, const __grid_consta
                             hop::mbar_arrive_expect_tx(&full[s], A_BYTES + B_BYTES);
                             unsigned char* bs = smem + C::SMEM_B + s * B_BYTES;
 #pragma unroll
-                            for (int b = 0; b < BN / 64; ++b)
+                            for (int b = 0; b < TBN / 64; ++b)
                                 hop::tma_load_2d(bs + b * B_BOX_BYTES, tb, bx + 64 * b, (k0 + j) * BK, &full[s]);
                         }
                     }
@@ -247,7 +257,7 @@ mla_tc_kernel(const __grid_constant__ CUtensorMap tm_hidden, const __grid_consta
                         hop::mbar_arrive_expect_tx(&full[s], A_BYTES + B_BYTES);
                         unsigned char* bs = smem + C::SMEM_B + s * B_BYTES;
 #pragma unroll
-                        for (int b = 0; b < BN / 64; ++b)
+                        for (int b = 0; b < TBN / 64; ++b)
                             hop::tma_load_2d(bs + b * B_BOX_BYTES, tb, bx + 64 * b, k * BK, &full[s]);
                     }
                     hop::tma_load_2d(smem + C::SMEM_A + s * A_BYTES, ta, k * BK, w.mt * BM, &full[s]);
@@ -299,7 +309,7 @@ mla_tc_kernel(const __grid_constant__ CUtensorMap tm_hidden, const __grid_consta
             hop::fence_acc(acc);
             if (prev >= 0 && t == 0) hop::mbar_arrive(&empty[prev]);
             const int row0 = w.mt * BM + wrow + r_in;  // fragment rows row0 and row0 + 8
-            const int col0 = w.nt * BN + wcol + 2 * q;  // fragment columns col0 + 8j, + 1
+            const int col0 = w.nt * TBN + wcol + 2 * q;  // fragment columns col0 + 8j, + 1
 
             if (w.gemm == 2) {
                 // ---- GEMM2 epilogue: staging (4 boxes of 64 rows x 64 columns, 128-byte swizzle) -> TMA store
@@ -360,7 +370,7 @@ mla_tc_kernel(const __grid_constant__ CUtensorMap tm_hidden, const __grid_consta
                     const int j = e >> 8, c = e & 255;
                     const int cl = c & 31, ct_w = (c & 127) >> 5, cg = c >> 7;
                     const int rr = w.mt * BM + (C::MWG == 2 ? 64 * cg : 0) + 16 * ct_w + (cl >> 2);
-                    const int col = w.nt * BN + (C::MWG == 2 ? 0 : WN * cg) + 8 * j + 2 * (cl & 3);
+                    const int col = w.nt * TBN + (C::MWG == 2 ? 0 : WN * cg) + 8 * j + 2 * (cl & 3);
                     store_latent2<T>(lat, p, rr, col, v.x, v.y);
                     store_latent2<T>(lat, p, rr + 8, col, v.z, v.w);
                 };
@@ -446,12 +456,13 @@ inline Maps make_maps(const void* h, const void* wd, const void* wk, const void*
     return m;
 }
 
-// Base parameters of a problem (units counted, no unit range chosen yet). splits: GEMM1 k-splits asked for.
-inline Params make_params(int BM, int M, int D, int R, int N, int splits_wanted) {
+// Base parameters of a problem (units counted, no unit range chosen yet). bn1: GEMM1's tile width (BN, or 128 for a
+// GEMM1-only launch of Cfg<128, 128>); splits: GEMM1 k-splits asked for.
+inline Params make_params(int BM, int bn1, int M, int D, int R, int N, int splits_wanted) {
     Params p{};
     p.M = M; p.D = D; p.R = R; p.N = N;
     p.n_mt = kv::cdiv(M, BM);
-    p.n_nt1 = kv::cdiv(R, BN);
+    p.n_nt1 = kv::cdiv(R, bn1);
     p.ksteps1 = kv::cdiv(D, BK);
     p.ksteps2 = kv::cdiv(R, BK);
     int s = std::max(1, std::min(splits_wanted, p.ksteps1));
@@ -466,8 +477,8 @@ inline Params make_params(int BM, int M, int D, int R, int N, int splits_wanted)
 }
 
 // GEMM1 k-splits so that the units fill the SMs once (the split-k wait needs every unit of a tile resident).
-inline int pick_splits(int BM, int M, int R, int sms, int cap) {
-    const int tiles = kv::cdiv(M, BM) * kv::cdiv(R, BN);
+inline int pick_splits(int BM, int bn1, int M, int R, int sms, int cap) {
+    const int tiles = kv::cdiv(M, BM) * kv::cdiv(R, bn1);
     return std::max(1, std::min(cap, sms / std::max(1, tiles)));
 }
 
@@ -514,7 +525,9 @@ inline bool tc_path_ready(const torch::Tensor& hidden, const torch::Tensor& w_do
         return false;
     if (!hop::sm90a_kernels_built(dev, stream)) return false;
     info = kv::dev_info(dev);
-    if (info.optin < Cfg<128>::SMEM_ALLOC || info.optin < Cfg<64>::SMEM_ALLOC || info.optin < extra_smem) return false;
+    if (info.optin < Cfg<128>::SMEM_ALLOC || info.optin < Cfg<64>::SMEM_ALLOC || info.optin < Cfg<128, 128>::SMEM_ALLOC ||
+        info.optin < extra_smem)
+        return false;
     if (counters_if_ready(dev, need) == nullptr) {
         cudaStreamCaptureStatus cap = cudaStreamCaptureStatusNone;
         C10_CUDA_CHECK(cudaStreamIsCapturing(stream, &cap));
@@ -526,30 +539,30 @@ inline bool tc_path_ready(const torch::Tensor& hidden, const torch::Tensor& w_do
 
 // static: the "attribute set" flag must belong to this extension's kernel, not be shared (GNU unique) with
 // another loaded variant that includes this header.
-template <typename T, int BM>
+template <typename T, int BM, int BN_ = BN>
 static inline void set_smem_attr(int dev) {
     static bool done[64] = {};
     if (dev < 0 || dev >= 64 || !done[dev]) {
-        C10_CUDA_CHECK(cudaFuncSetAttribute(mla_tc_kernel<T, BM>, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                            Cfg<BM>::SMEM_ALLOC));
+        C10_CUDA_CHECK(cudaFuncSetAttribute(mla_tc_kernel<T, BM, BN_>, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                            Cfg<BM, BN_>::SMEM_ALLOC));
         if (dev >= 0 && dev < 64) done[dev] = true;
     }
 }
 
 // Launch units [first, last) on `grid` CTAs; pdl: launched as a programmatic dependent of the previous kernel.
-template <typename T, int BM>
+template <typename T, int BM, int BN_ = BN>
 inline void launch(const Maps& m, const Params& p, int grid, bool pdl, cudaStream_t stream) {
     cudaLaunchConfig_t cfg = {};
     cfg.gridDim = dim3(unsigned(grid));
     cfg.blockDim = dim3(THREADS);
-    cfg.dynamicSmemBytes = Cfg<BM>::SMEM_ALLOC;
+    cfg.dynamicSmemBytes = Cfg<BM, BN_>::SMEM_ALLOC;
     cfg.stream = stream;
     cudaLaunchAttribute attr[1];
     attr[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
     attr[0].val.programmaticStreamSerializationAllowed = 1;
     cfg.attrs = attr;
     cfg.numAttrs = pdl ? 1 : 0;
-    C10_CUDA_CHECK(cudaLaunchKernelEx(&cfg, mla_tc_kernel<T, BM>, m.hidden, m.wdown, m.latent, m.wk, m.wv, m.out, p));
+    C10_CUDA_CHECK(cudaLaunchKernelEx(&cfg, mla_tc_kernel<T, BM, BN_>, m.hidden, m.wdown, m.latent, m.wk, m.wv, m.out, p));
 }
 
 }  // namespace mla

@@ -15,6 +15,13 @@
 #ifndef MLA_GEMM1_SPLIT_CAP
 #define MLA_GEMM1_SPLIT_CAP 64
 #endif
+// GEMM1's tile width when M > 128 (128-row tiles): 128 gives twice the tiles of 256, so prefill fills the SMs with
+// fewer k-splits or none (V2-Lite 4096: 128 tiles, no split, against 64 tiles x 2 splits). 256 is the engine's
+// width of before; a -D define chooses it (scripts/probe_axis.sh compares the two).
+#ifndef MLA_GEMM1_BN
+#define MLA_GEMM1_BN 128
+#endif
+static_assert(MLA_GEMM1_BN == 128 || MLA_GEMM1_BN == 256, "GEMM1 tile width: 128 or 256");
 
 namespace {
 
@@ -216,14 +223,18 @@ void run_two_stage(const torch::Tensor& hidden, const torch::Tensor& w_down, con
 }
 
 // Tensor-core path (sm_90a, bf16 / fp16): GEMM1 launch (latent in the dtype, split k), then GEMM2 launch as its
-// programmatic dependent. BM 64 tiles up to 128 rows (decode), 128 above. PINGPONG (two_stage_pp) and BM 128: GEMM2
-// is mla_pingpong.cuh's kernel instead of mla_tc_kernel's GEMM2 units; GEMM1 is the same launch either way.
+// programmatic dependent. BM 64 tiles up to 128 rows (decode), 128 above, GEMM1's then MLA_GEMM1_BN wide.
+// PINGPONG (two_stage_pp) and BM 128: GEMM2 is mla_pingpong.cuh's kernel instead of mla_tc_kernel's GEMM2 units;
+// GEMM1 is the same launch either way.
 template <typename T, int BM, bool PINGPONG>
 void launch_two_stage_tc(const torch::Tensor& hidden, const torch::Tensor& w_down, const torch::Tensor& w_up_k,
                          const torch::Tensor& w_up_v, torch::Tensor& out, int M, int D, int R, int N, int dev,
                          int sms, cudaStream_t stream) {
-    using C = mla::Cfg<BM>;
-    mla::Params p = mla::make_params(BM, M, D, R, N, mla::pick_splits(BM, M, R, sms, MLA_GEMM1_SPLIT_CAP));
+    constexpr int BN1 = BM == 128 ? MLA_GEMM1_BN : mla::BN;
+    using C = mla::Cfg<BM, BN1>;
+    // GEMM1's units (tiles BM x BN1) and GEMM2's (BM x 256) are counted apart: the two launches share no unit list.
+    mla::Params p = mla::make_params(BM, BN1, M, D, R, N, mla::pick_splits(BM, BN1, M, R, sms, MLA_GEMM1_SPLIT_CAP));
+    const mla::Params q2 = mla::make_params(BM, mla::BN, M, D, R, N, 1);
     const int tiles1 = p.n_mt * p.n_nt1;
     auto latent = torch::empty({int64_t(M), int64_t(R)}, hidden.options());
     torch::Tensor ws;
@@ -235,21 +246,23 @@ void launch_two_stage_tc(const torch::Tensor& hidden, const torch::Tensor& w_dow
     p.latent = latent.data_ptr();
     const mla::Maps maps = mla::make_maps<T, BM>(hidden.data_ptr(), w_down.data_ptr(), w_up_k.data_ptr(),
                                                  w_up_v.data_ptr(), latent.data_ptr(), out.data_ptr(), M, D, R, N);
-    mla::set_smem_attr<T, BM>(dev);
+    mla::set_smem_attr<T, BM, BN1>(dev);
     mla::Params p1 = p;
     p1.first = 0;
     p1.last = p.units1;
-    mla::launch<T, BM>(maps, p1, std::min(p.units1, sms), false, stream);
+    mla::launch<T, BM, BN1>(maps, p1, std::min(p.units1, sms), false, stream);
     if constexpr (PINGPONG && BM == 128) {
         const mla_pp::Params q = mla_pp::make_params(M, R, N);
         mla_pp::set_smem_attr<T>(dev);
         mla_pp::launch<T>(maps, q, std::min(q.tiles, sms), stream);
     } else {
-        mla::Params p2 = p;
-        p2.first = p.units1;
-        p2.last = p.units1 + p.units2;
+        mla::set_smem_attr<T, BM>(dev);
+        mla::Params p2 = q2;
+        p2.latent = latent.data_ptr();
+        p2.first = q2.units1;
+        p2.last = q2.units1 + q2.units2;
         p2.pdl_wait = 1;
-        mla::launch<T, BM>(maps, p2, std::min(p.units2, sms), true, stream);
+        mla::launch<T, BM>(maps, p2, std::min(q2.units2, sms), true, stream);
     }
 }
 
