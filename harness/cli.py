@@ -275,7 +275,7 @@ def build_and_run(request: Request, settings: Settings, sink: ResultSink, jobs: 
     settings = dataclasses.replace(settings, timing_so=timing.so_path, timing_module=timing.module_name)
     if has_gpu:
         shares = rowloop.run(plan, request.tasks, settings, sink, row_timeout_s, list(devices), breakdowns)
-        for field in ("busy_s", "startup_s", "ceilings_s", "profile_s"):
+        for field in ("busy_s", "startup_s", "ceilings_s", "profile_s", "profile_start_s", "profile_first_row_s"):
             sink.run_info[field] = {str(s.device.index): round(getattr(s, field), 1) for s in shares if s.device}
     else:
         for row in plan.rows + runner.not_run_rows(plan.targets, request.tasks, "no CUDA device"):
@@ -310,9 +310,16 @@ def finish(args: argparse.Namespace, sink: ResultSink, baseline: ResultFile | No
 
 
 def wall_time_line(run: dict) -> str:
-    startup, ceilings, profile = (run.get(k, {}) for k in ("startup_s", "ceilings_s", "profile_s"))
+    startup, ceilings, profile, p_start, p_first = (run.get(k, {}) for k in (
+        "startup_s", "ceilings_s", "profile_s", "profile_start_s", "profile_first_row_s"))
+
+    def profiling(index: str) -> str:
+        if index not in p_start:  # a file from before the split was recorded
+            return f"{profile.get(index, 0):.1f} s profiling"
+        return (f"{profile.get(index, 0):.1f} s profiling: {p_start[index]:.1f} s its start, "
+                f"{p_first.get(index, 0):.1f} s its first row")
     busy = ", ".join(f"GPU {index} busy {s:.1f} s ({startup.get(index, 0):.1f} s starting workers, "
-                     f"{ceilings.get(index, 0):.1f} s ceilings, {profile.get(index, 0):.1f} s profiling)"
+                     f"{ceilings.get(index, 0):.1f} s ceilings, {profiling(index)})"
                      for index, s in run.get("busy_s", {}).items())
     return (f"wall time {run['wall_s']:.1f} s with builds, {run['wall_without_build_s']:.1f} s without "
             f"(builds {run.get('build_s', 0):.1f} s)" + (f"; {busy}" if busy else ""))

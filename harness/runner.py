@@ -231,31 +231,44 @@ def run_target(target: Target, tasks: list[Task], settings: Settings, on_row: Ca
     return startup_s
 
 
+@dataclasses.dataclass(frozen=True)
+class ProfileTimes:
+    """Where a device's profiling seconds went apart from its rows: its processes' start (spawn to ready:
+    interpreter, torch import, CUDA context) and its first row (the profiler's own set-up rides on it)."""
+    start_s: float = 0.0
+    first_row_s: float = 0.0
+
+
 def profile_targets(jobs: list[tuple[Target, list[Task]]], settings: Settings,
                     on_breakdown: Callable[[Breakdown], None], timeout_s: float, start_timeout_s: float = 180.0,
                     worker: Callable = profile_serve, device: Device | None = None,
-                    stop: threading.Event | None = None) -> None:
+                    stop: threading.Event | None = None) -> ProfileTimes:
     """Profile each (target, its correct rows) in one process (harness/breakdown.py says why it is not the
     timing's), pinned to `device` if one is given: a device's profiler starts once, not once per target.
     A crash or a hang costs only the breakdown of the row it was in; a fresh process takes the rest.
     Rows are never touched: breakdowns are their own records."""
     pending = [(target, task) for target, tasks in jobs for task in tasks]
     total, received = len(pending), 0
+    start_s, first_row_s = 0.0, None
     while pending and not _stopped(stop):
+        spawned = time.monotonic()
         proc, q = _spawn(worker_context(), "profile", worker, _regroup(pending), settings, device=device)
-        ready, current = False, None
+        ready, current, ready_at = False, None, None
         try:
             msg = _receive(proc, q, start_timeout_s, stop)
             while msg is not None and msg[0] != "done":
                 kind, payload = msg
                 if kind == "ready":
-                    ready = True
+                    ready, ready_at = True, time.monotonic()
+                    start_s += ready_at - spawned
                 elif kind == "start":
                     current = payload
                 elif kind == "breakdown":
                     pending = [(t, task) for t, task in pending
                                if (t.name, task) != (payload.variant, Task(payload.shape, payload.dtype))]
                     on_breakdown(payload)
+                    if first_row_s is None and ready_at is not None:
+                        first_row_s = time.monotonic() - ready_at
                     current, received = None, received + 1
                 msg = _receive(proc, q, timeout_s if current else start_timeout_s, stop)
             if msg is None and not _stopped(stop):
@@ -274,6 +287,7 @@ def profile_targets(jobs: list[tuple[Target, list[Task]]], settings: Settings,
             _stop(proc)
     if received < total and not _stopped(stop):
         log.warning("%d of %d row(s) have no kernel breakdown", total - received, total)
+    return ProfileTimes(start_s, first_row_s or 0.0)
 
 
 def _regroup(pending: list[tuple[Target, Task]]) -> list[tuple[Target, list[Task]]]:
@@ -321,13 +335,16 @@ def probe_device(device: Device, processes: Processes = Processes()) -> str | No
 class Share:
     """The groups one device runs, and how long it took: wall seconds from its first process to its last
     breakdown, and of those the seconds its worker processes took to start and the seconds spent measuring
-    its ceilings and profiling its rows (each GPU's fixed costs, apart from its rows)."""
+    its ceilings and profiling its rows (each GPU's fixed costs, apart from its rows); of the profiling, the
+    profiling process's start and its first row (ProfileTimes)."""
     device: Device | None     # None: this process's current GPU, unpinned
     tasks: list[Task]
     busy_s: float = 0.0
     startup_s: float = 0.0
     ceilings_s: float = 0.0
     profile_s: float = 0.0
+    profile_start_s: float = 0.0
+    profile_first_row_s: float = 0.0
 
 
 def assign(targets: list[Target], tasks: list[Task], devices: list[Device] | None) -> list[Share]:
@@ -366,7 +383,7 @@ def run_share(share: Share, targets: list[Target], cx: _Context) -> Share:
     probe = None if device is None else (lambda: probe_device(device, cx.processes))
     todo = [(t, runnable) for t in targets if (runnable := [task for task in share.tasks if task.dtype in t.dtypes])]
     where = "" if device is None else f" on GPU {device.index}"
-    done, startup_s, ceilings_s, profile_s = 0, 0.0, 0.0, 0.0
+    done, startup_s, ceilings_s, profile_s, profiled = 0, 0.0, 0.0, 0.0, ProfileTimes()
     try:
         if cx.on_ceilings is not None and todo:
             started = time.monotonic()
@@ -396,8 +413,9 @@ def run_share(share: Share, targets: list[Target], cx: _Context) -> Share:
                 profile_jobs.append((target, correct))
         if cx.on_breakdown is not None and profile_jobs and not cx.stop.is_set():
             started = time.monotonic()
-            profile_targets(profile_jobs, cx.settings, cx.on_breakdown, cx.row_timeout_s,
-                            cx.processes.start_timeout_s, cx.processes.profile, device=device, stop=cx.stop)
+            profiled = profile_targets(profile_jobs, cx.settings, cx.on_breakdown, cx.row_timeout_s,
+                                       cx.processes.start_timeout_s, cx.processes.profile, device=device,
+                                       stop=cx.stop)
             profile_s = time.monotonic() - started
     except DeviceLost as lost:
         why = f"GPU {device.index} ({device.uuid}) lost: {lost.reason}"
@@ -407,7 +425,8 @@ def run_share(share: Share, targets: list[Target], cx: _Context) -> Share:
             for task in tasks:
                 emit(Row(target.name, target.kind, task.shape, task.dtype, Status.NOT_RUN, why))
     return dataclasses.replace(share, busy_s=time.monotonic() - t0, startup_s=startup_s, ceilings_s=ceilings_s,
-                               profile_s=profile_s)
+                               profile_s=profile_s, profile_start_s=profiled.start_s,
+                               profile_first_row_s=profiled.first_row_s)
 
 
 def run(plan_: Plan, tasks: list[Task], settings: Settings, on_row: Callable[[Row], None],

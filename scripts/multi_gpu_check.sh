@@ -75,7 +75,9 @@ for name, data in (("1 GPU ", one), ("2 GPUs", two)):
     run = data["run"]
     per_gpu = ", ".join(f"GPU {i} busy {s:.1f} s ({run['startup_s'][i]:.1f} s starting workers, "
                         f"{run.get('ceilings_s', {}).get(i, 0):.1f} s ceilings, "
-                        f"{run.get('profile_s', {}).get(i, 0):.1f} s profiling, "
+                        f"{run.get('profile_s', {}).get(i, 0):.1f} s profiling "
+                        f"(of which {run.get('profile_start_s', {}).get(i, 0):.1f} s its start, "
+                        f"{run.get('profile_first_row_s', {}).get(i, 0):.1f} s its first row), "
                         f"{sum(1 for r in data['rows'] if (r.get('device') or {}).get('index') == int(i))} rows)"
                         for i, s in run.get("busy_s", {}).items()) or "no GPU"
     print(f"{name}: {run['wall_without_build_s']:.1f} s without builds, "

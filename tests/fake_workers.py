@@ -152,3 +152,19 @@ def profiles_naming_its_gpu(jobs, settings, queue):
             seen = json.dumps({"visible": _pinned_to(), "pid": os.getpid()})
             queue.put(("breakdown", Breakdown(target.name, task.shape, task.dtype, (), 5, seen)))
     queue.put(("done", None))
+
+
+def profiles_with_a_slow_start(jobs, settings, queue):
+    """A profiling process that takes 0.4 s to be ready and 0.3 s more in its first row (a profiler's set-up)."""
+    from harness.breakdown import Breakdown
+    time.sleep(0.4)
+    queue.put(("ready", None))
+    first = True
+    for target, tasks in jobs:
+        for task in tasks:
+            queue.put(("start", (target.name, task)))
+            if first:
+                time.sleep(0.3)
+                first = False
+            queue.put(("breakdown", Breakdown(target.name, task.shape, task.dtype, (), 5, "")))
+    queue.put(("done", None))

@@ -141,6 +141,20 @@ def test_one_profiling_process_takes_every_target_and_a_crash_costs_one_row(capl
     assert "1 of 3 row(s) have no kernel breakdown" in caplog.text
 
 
+def test_the_profiling_start_and_first_row_are_timed_apart():
+    """What a device's fixed profiling cost is made of: the process's start (to "ready") and its first row."""
+    import fake_workers
+
+    from harness import runner
+    target = Target("fake", Kind.KERNEL, ("float32", "float16"))
+    got = []
+    times = runner.profile_targets([(target, [Task(SEED, "float32"), Task(SEED, "float16")])], Settings(),
+                                   got.append, timeout_s=20, start_timeout_s=20,
+                                   worker=fake_workers.profiles_with_a_slow_start)
+    assert len(got) == 2
+    assert times.start_s >= 0.4 and 0.3 <= times.first_row_s < 0.3 + 0.4
+
+
 # ---- GPU ----
 
 @pytest.mark.gpu

@@ -71,6 +71,7 @@ def test_run_profiles_only_the_correct_rows_of_every_target_after_the_timing(mon
     def fake_profile(jobs, settings, on_breakdown, timeout_s, *args, device="unset", **kwargs):
         events.append(("profiled", [(target.name, [(t.shape.name, t.dtype) for t in tasks]) for target, tasks in jobs]))
         assert device is None
+        return runner.ProfileTimes()
 
     monkeypatch.setattr(runner, "run_target", fake_run_target)
     monkeypatch.setattr(runner, "profile_targets", fake_profile)
