@@ -17,9 +17,10 @@ py=${PYTHON:-python3}
 export PYTHONUNBUFFERED=1 TORCH_CUDA_ARCH_LIST=${TORCH_CUDA_ARCH_LIST:-9.0a}
 # merge refuses files that record no commit; a tree copied without .git is named by a hash of its sources.
 export KVBENCH_COMMIT=${KVBENCH_COMMIT:-tree-$(cat run_bench.py harness/*.py harness/cuda/* kernels/* | sha256sum | cut -c1-12)}
-# The default sweep has 14 (shape, dtype) groups: each GPU pays a fixed ~11 s (worker start-up, its ceilings),
+# The default sweep has 14 (shape, dtype) groups and two rounds, as the full sweep of issue 12: each GPU pays a fixed
+# ~22-27 s (worker start-up, its ceilings, the profiling process),
 # so a sweep much smaller than this one measures that overhead more than the split of the work.
-sweep=${SWEEP:---shape seed,deepseek-v2-lite,minicpm3 --tokens 64,512,4096 --dtype float32,bfloat16 --baselines eager,torch-2gemm --budget 0.3 --rounds 1}
+sweep=${SWEEP:---shape seed,deepseek-v2-lite,minicpm3 --tokens 64,512,4096 --dtype float32,bfloat16 --baselines eager,torch-2gemm --budget 0.3 --rounds 2}
 
 bench() {  # NAME ARGS...: one run of the sweep; its log, result file and table under $out
   local name=$1
