@@ -290,21 +290,24 @@ def _compare_metric(key: tuple, metric: str, base_index: Index, cur_index: Index
     return make(change, threshold, Verdict.FASTER if change > 0 else Verdict.SLOWER, note)
 
 
-def _device_bound(row: ResultRow | None) -> bool:
-    """Call latency within 1.25 x the GPU time of a warm L2 (call latency runs warm); files without a warm
-    GPU time (schema 1) offer the cold one."""
+def _call_and_gpu(row: ResultRow | None) -> tuple[float, float] | None:
+    """A row's call latency and the GPU time it runs against: a warm L2's (call latency runs warm); files
+    without a warm GPU time (schema 1) offer the cold one. None where either is missing."""
     gpu = row and (row.gpu_warm or row.gpu)
     call = row and row.call
-    return bool(call and gpu and call.median and gpu.median and call.median <= HOST_BOUND_RATIO * gpu.median)
+    return (call.median, gpu.median) if call and gpu and call.median and gpu.median else None
+
+
+def _device_bound(row: ResultRow | None) -> bool:
+    """Call latency within 1.25 x the GPU time."""
+    times = _call_and_gpu(row)
+    return bool(times and times[0] <= HOST_BOUND_RATIO * times[1])
 
 
 def _host_share(row: ResultRow | None) -> float:
-    """The fraction of a call's latency that is not GPU time (warm, as the call runs)."""
-    gpu = row and (row.gpu_warm or row.gpu)
-    call = row and row.call
-    if not (call and gpu and call.median and gpu.median):
-        return 0.0
-    return max(0.0, 1.0 - gpu.median / call.median)
+    """The fraction of a call's latency that is not GPU time."""
+    times = _call_and_gpu(row)
+    return max(0.0, 1.0 - times[1] / times[0]) if times else 0.0
 
 
 def _host_share_sum(index: Index, key: tuple) -> float:
