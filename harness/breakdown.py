@@ -23,6 +23,7 @@ import json
 import logging
 import statistics
 import tempfile
+import time
 import warnings
 from collections.abc import Callable
 from pathlib import Path
@@ -176,11 +177,20 @@ def profile_task(target, task, settings, flush, limits) -> Breakdown:
     from harness.problem import DTYPES, make_inputs
     from harness.worker import Rotation
 
+    from harness import phases
+    who = f"profile {target.name}"
+    t = time.perf_counter()
     sets = [make_inputs(task.shape, DTYPES[task.dtype], seed=settings.seed + 1000 + i) for i in range(2)]
+    t = phases.mark(who, "inputs", t)
     forward, _ = baselines.prepare(target, task.shape, sets[0])
+    t = phases.mark(who, "prepare", t)
     rotation = Rotation(forward, sets)
     timing.warm_up(rotation)
-    per_call = parse_trace(profile_calls(rotation, flush), PROFILED_CALLS)
+    t = phases.mark(who, "warm_up", t)
+    trace = profile_calls(rotation, flush)
+    t = phases.mark(who, "session", t)
+    per_call = parse_trace(trace, PROFILED_CALLS)
+    phases.mark(who, "parse", t)
     kernels, note = aggregate(per_call, limits)
     if not kernels:
         note = note or "the profiler recorded no device activity"
@@ -202,9 +212,12 @@ def serve(jobs, settings, queue) -> None:
     # row here, so the warning (a line per row in every run's log) says nothing.
     warnings.filterwarnings("ignore", message=".*Profiler clears events at the end of each cycle",
                             category=UserWarning)
+    from harness import phases
+    t = time.perf_counter()
     torch.cuda.init()
     stream = torch.cuda.Stream()
     limits = occupancy.limits_for(*torch.cuda.get_device_capability())
+    phases.mark("profile", "cuda_init", t)
     queue.put(("ready", None))
     with exact_float32(), torch.cuda.stream(stream):
         flush = timing.L2Flush(settings.cache.flush) if settings.cache.flush else None

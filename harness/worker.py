@@ -11,10 +11,11 @@ import dataclasses
 import logging
 import os
 import sys
+import time
 
 import torch
 
-from harness import baselines, check, pyvariant, timing
+from harness import baselines, check, phases, pyvariant, timing
 from harness.env import ClockSampler
 from harness.guard import Guard
 from harness.problem import DTYPES, Inputs, make_inputs
@@ -114,12 +115,17 @@ def _timing(measurements: list[timing.Measurement], rule: StoppingRule, calls_pe
 def run_task(target: Target, task: Task, settings: Settings, tools: Instruments) -> Row:
     shape, dtype = task.shape, task.dtype
     row = Row(target.name, target.kind, shape, dtype, Status.OK)
+    who = f"worker {target.name}"
+    t = time.perf_counter()
     sets = [make_inputs(shape, DTYPES[dtype], seed=settings.seed + 1000 + i) for i in range(settings.input_sets)]
+    t = phases.mark(who, "inputs", t)
     forward, compile_s = baselines.prepare(target, shape, sets[0])
+    t = phases.mark(who, "prepare", t)
     row = dataclasses.replace(row, compile_s=compile_s)
     if target.kind != Kind.FLOOR:
         result = check.check_variant(forward, shape, dtype, settings.trials, settings.seed,
                                      graph_check=target.kind == Kind.KERNEL, fresh_output=target.fresh_output)
+        t = phases.mark(who, "check", t)
         row = dataclasses.replace(row, status=result.status, message=result.message, error=result.error,
                                   unchecked=result.unchecked)
         if result.status != Status.OK or not settings.time:
@@ -127,10 +133,12 @@ def run_task(target: Target, task: Task, settings: Settings, tools: Instruments)
     rotation = Rotation(forward, sets)
     with ClockSampler() as sampler:
         gpu, call, warm = time_task(rotation, tools, settings)
+    t = phases.mark(who, "timing", t)
     row = dataclasses.replace(row, gpu=gpu, call=call, gpu_warm=warm, clocks=sampler.clocks())
     if target.kind != Kind.FLOOR:
         again = check.check_after_timing(forward, shape, dtype, rotation.sets, rotation.last_out, rotation.last_set,
                                          settings.seed, target.fresh_output)
+        phases.mark(who, "check_after", t)
         if again.status != Status.OK:
             return without_timings(dataclasses.replace(row, status=again.status, message=again.message))
     return row
@@ -166,12 +174,15 @@ def judge_tampering(row: Row, tools: Instruments) -> Row:
 def serve(target: Target, tasks: list[Task], settings: Settings, queue) -> None:
     """Worker entry point (its own process)."""
     logging.basicConfig(level=logging.WARNING, stream=sys.stderr)
+    t = time.perf_counter()
     torch.cuda.init()
     helper = baselines.import_extension(settings.timing_so, settings.timing_module)
     stream = torch.cuda.Stream()  # not the legacy default stream, which would hide wrong-stream work
+    t = phases.mark("worker", "cuda_init", t)
     queue.put(("ready", None))
     with exact_float32(), torch.cuda.stream(stream):
         tools = make_instruments(helper, settings)  # before any variant is imported
+        phases.mark("worker", "instruments", t)
         for task in tasks:
             queue.put(("start", task))
             try:
@@ -207,6 +218,11 @@ def _one_line(exc: BaseException) -> str:
 
 def measure_ceilings_worker(dtypes: list[str], queue) -> None:
     from harness.roofline import measure_ceilings
+    t = time.perf_counter()
+    torch.cuda.init()
+    t = phases.mark("ceilings", "cuda_init", t)
     with exact_float32():
-        queue.put(("ceilings", measure_ceilings(dtypes)))
+        ceilings = measure_ceilings(dtypes)
+    phases.mark("ceilings", "measure", t)
+    queue.put(("ceilings", ceilings))
 

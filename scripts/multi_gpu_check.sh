@@ -8,7 +8,8 @@
 # run finds them cached: builds do not depend on the number of GPUs, so "with builds" below is a run's
 # time without builds plus that one cold build.
 #   KVBENCH_COMMIT=$(git rev-parse HEAD) scripts/multi_gpu_check.sh
-# SWEEP="..." changes the sweep; SKIP_SHARDS=1 leaves out (c), to time a larger sweep in the same minutes.
+# SWEEP="..." changes the sweep; SKIP_SHARDS=1 leaves out (c), to time a larger sweep in the same minutes;
+# PHASES=1 records each run's per-process phases (harness/phases.py) and their sums (phases-NAME.txt).
 set -uo pipefail
 cd "$(dirname "$0")/.."
 out=${OUT:-/tmp/out}
@@ -26,8 +27,12 @@ bench() {  # NAME ARGS...: one run of the sweep; its log, result file and table 
   local name=$1
   shift
   # shellcheck disable=SC2086  # the sweep is a list of flags
-  $py run_bench.py $sweep --allow-failures --json "$out/$name.json" --markdown "$out/$name.md" "$@" \
+  KVBENCH_PHASES=${PHASES:+$out/phases-$name.jsonl} \
+    $py run_bench.py $sweep --allow-failures --json "$out/$name.json" --markdown "$out/$name.md" "$@" \
     > "$out/$name.log" 2>&1
+  if [ -n "${PHASES:-}" ] && [ -f "$out/phases-$name.jsonl" ]; then
+    $py scripts/phases_summary.py "$out/phases-$name.jsonl" > "$out/phases-$name.txt" 2>&1
+  fi
   echo "$name: exit $?, $(grep '^wall time' "$out/$name.log" || tail -1 "$out/$name.log")"
 }
 tool() {  # NAME ARGS...: a compare or merge, its output in $out/NAME.log
