@@ -236,6 +236,42 @@ def serve(jobs, settings, queue) -> None:
     _exit_now(queue, 0)
 
 
+def warm_profiler() -> None:
+    """One profiler session with no work in it: CUPTI's and the profiler's set-up (≈ 5 s on the H200, the
+    first row's cost otherwise) is host work in this process, so it can run while the device's rows run in
+    other processes. Nothing without a GPU."""
+    import torch
+    from torch.profiler import ProfilerActivity, profile
+
+    from harness import phases
+    if not torch.cuda.is_available():
+        return
+    t = time.perf_counter()
+    torch.cuda.init()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # an empty session's "no events" notes
+        with profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA]):
+            pass
+    phases.mark("profile", "warm_profiler", t)
+
+
+def serve_ahead(ceilings, dtypes, warm, profile, settings, inbox, queue) -> None:
+    """A device's profiling process started before its rows (runner.run_share): it measures the device's
+    ceilings first with `ceilings(dtypes, queue)` if `dtypes` (the GPU is still idle: the rows wait for them),
+    then runs `warm()` while the rows run (host work: the profiler's set-up), then waits for its jobs on
+    `inbox` and profiles them with `profile(jobs, settings, queue)` (serve). None on `inbox`: nothing to
+    profile, it exits."""
+    if dtypes:
+        ceilings(dtypes, queue)
+    warm()
+    queue.put(("warm", None))
+    jobs = inbox.get()
+    if jobs is not None:
+        profile(jobs, settings, queue)
+    from harness.worker import _exit_now
+    _exit_now(queue, 0)
+
+
 # ---- the result file's form -----------------------------------------------------------------------------
 
 def to_dict(b: Breakdown) -> dict:

@@ -11,6 +11,7 @@ import logging
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 from harness import compare, discover, render, schedule
@@ -226,11 +227,19 @@ def check_same_gpu(baseline: ResultFile | None, path: Path | None, machine: dict
 
 
 class ResultSink:
-    """Collects rows as they finish and rewrites the result file after each, so an interrupted run keeps
-    every finished row (marked incomplete)."""
+    """Collects rows as they finish and rewrites the result file as they arrive, so an interrupted run keeps
+    its finished rows (marked incomplete): Ctrl-C writes every one of them. A rewrite costs time that grows with
+    the file (≈ 0.1 s at 140 rows: every row's dict and percentiles again), so it happens when a row or breakdown
+    arrives at least `every_s` seconds after the last one, not for each: once per row and breakdown made a
+    sweep's cost grow with the square of its rows and, with several GPUs, queued every GPU's rows and breakdowns
+    behind one process's rewrites. A row that arrives sooner is written with the next one, on Ctrl-C, or at
+    the end."""
 
-    def __init__(self, path: Path, machine: dict, settings: dict):
+    def __init__(self, path: Path, machine: dict, settings: dict, every_s: float = 2.0,
+                 clock: Callable[[], float] = time.monotonic):
         self.path, self.machine, self.settings = path, machine, settings
+        self.every_s, self.clock = every_s, clock
+        self.saved_at: float | None = None  # when the file was last written (None: not yet)
         self.builds: dict[str, str] = {}  # kernel name -> build (module) name, once built
         self.rows: list = []
         self.ceilings = None
@@ -247,13 +256,18 @@ class ResultSink:
 
     def add(self, row) -> None:
         self.rows.append(row)
-        self.save(complete=False)
+        self._save_if_due()
 
     def add_breakdown(self, breakdown) -> None:
         self.breakdowns[breakdown.key()] = breakdown
-        self.save(complete=False)
+        self._save_if_due()
+
+    def _save_if_due(self) -> None:
+        if self.saved_at is None or self.clock() - self.saved_at >= self.every_s:
+            self.save(complete=False)
 
     def save(self, complete: bool) -> dict:
+        self.saved_at = self.clock()
         from harness.report import result_dict
         result = result_dict(self.rows, self.machine, self.settings, self.ceilings, complete, self.builds,
                              devices=self.device_ceilings, breakdowns=self.breakdowns,
@@ -267,6 +281,8 @@ def build_and_run(request: Request, settings: Settings, sink: ResultSink, jobs: 
                   row_timeout_s: float, devices: list[Device] = (), breakdowns: bool = True) -> None:
     from harness import rowloop, runner
     built = time.monotonic()
+    if has_gpu:
+        runner.start_worker_server()
     plan = runner.plan(request.paths, request.tasks, jobs=jobs, baselines=settings.baselines)
     sink.run_info["build_s"] = round(time.monotonic() - built, 1)
     sink.builds = {t.name: t.module_name for t in plan.targets if t.kind == Kind.KERNEL}

@@ -22,7 +22,7 @@ from pathlib import Path
 
 from harness import axes, build, discover, pyvariant, schedule
 from harness.baselines import baseline_targets
-from harness.breakdown import Breakdown
+from harness.breakdown import Breakdown, serve_ahead, warm_profiler
 from harness.breakdown import serve as profile_serve
 from harness.devices import pinned_call, probe_worker
 from harness.errors import HeaderError
@@ -124,6 +124,7 @@ class Processes:
     ceilings: Callable = measure_ceilings_worker  # measures one device's copy bandwidth and matmul rates
     probe: Callable = probe_worker                # does a fresh process still get a working GPU?
     profile: Callable = profile_serve             # profiles a device's correct rows (harness/breakdown.py)
+    warm_profiler: Callable = warm_profiler       # the profiler's set-up, while the rows run (breakdown.serve_ahead)
     start_timeout_s: float = 180.0
     probe_timeout_s: float = 60.0
 
@@ -145,6 +146,15 @@ def worker_context():
     ctx = multiprocessing.get_context("forkserver")
     ctx.set_forkserver_preload(["harness.worker"])
     return ctx
+
+
+def start_worker_server() -> None:
+    """Start the workers' fork server now rather than at the first worker: it imports torch (≈ 3 s), which
+    then overlaps whatever the caller does next (the builds), not a GPU's first process. Its environment is
+    this process's now, before any build changes it."""
+    import multiprocessing.forkserver
+    worker_context()
+    multiprocessing.forkserver.ensure_running()
 
 
 def _spawn(ctx, name: str, fn, *args, device: Device | None = None):
@@ -239,20 +249,53 @@ class ProfileTimes:
     first_row_s: float = 0.0
 
 
+@dataclasses.dataclass(frozen=True)
+class Ahead:
+    """A device's profiling process started before its rows (breakdown.serve_ahead): it measured the ceilings,
+    set its profiler up while the rows ran, and waits for its jobs on `inbox`."""
+    proc: object
+    queue: object
+    inbox: object
+
+    def close(self) -> None:
+        """No jobs for it (or they were handed over and it has finished): let it go, then make sure."""
+        if self.proc.is_alive():
+            try:
+                self.inbox.put(None)
+            except (OSError, ValueError):
+                pass
+        _stop(self.proc)
+
+
+def start_ahead(dtypes: list[str], settings: Settings, processes: "Processes", device: Device | None) -> Ahead:
+    """Start a device's profiling process before its rows; with `dtypes`, its first message is the ceilings."""
+    ctx = worker_context()
+    inbox = ctx.Queue()
+    proc, q = _spawn(ctx, "profile", serve_ahead, processes.ceilings, dtypes, processes.warm_profiler,
+                     processes.profile, settings, inbox, device=device)
+    return Ahead(proc, q, inbox)
+
+
 def profile_targets(jobs: list[tuple[Target, list[Task]]], settings: Settings,
                     on_breakdown: Callable[[Breakdown], None], timeout_s: float, start_timeout_s: float = 180.0,
                     worker: Callable = profile_serve, device: Device | None = None,
-                    stop: threading.Event | None = None) -> ProfileTimes:
+                    stop: threading.Event | None = None, ahead: Ahead | None = None) -> ProfileTimes:
     """Profile each (target, its correct rows) in one process (harness/breakdown.py says why it is not the
     timing's), pinned to `device` if one is given: a device's profiler starts once, not once per target.
-    A crash or a hang costs only the breakdown of the row it was in; a fresh process takes the rest.
-    Rows are never touched: breakdowns are their own records."""
+    `ahead`: a process started before the rows, which gets the jobs if it is still alive (its start then
+    counts from the hand-over). A crash or a hang costs only the breakdown of the row it was in; a fresh
+    process takes the rest. Rows are never touched: breakdowns are their own records."""
     pending = [(target, task) for target, tasks in jobs for task in tasks]
     total, received = len(pending), 0
     start_s, first_row_s = 0.0, None
     while pending and not _stopped(stop):
         spawned = time.monotonic()
-        proc, q = _spawn(worker_context(), "profile", worker, _regroup(pending), settings, device=device)
+        if ahead is not None and ahead.proc.is_alive():
+            proc, q = ahead.proc, ahead.queue
+            ahead.inbox.put(_regroup(pending))
+        else:
+            proc, q = _spawn(worker_context(), "profile", worker, _regroup(pending), settings, device=device)
+        ahead = None  # used once: a fresh process takes over after a crash
         ready, current, ready_at = False, None, None
         try:
             msg = _receive(proc, q, start_timeout_s, stop)
@@ -304,7 +347,10 @@ def profile_target(target: Target, tasks: list[Task], settings: Settings, on_bre
     profile_targets([(target, tasks)], settings, on_breakdown, timeout_s, start_timeout_s, worker, device, stop)
 
 
-def measure_ceilings(dtypes: list[str], timeout_s: float = 300.0, device: Device | None = None,
+CEILINGS_TIMEOUT_S = 300.0
+
+
+def measure_ceilings(dtypes: list[str], timeout_s: float = CEILINGS_TIMEOUT_S, device: Device | None = None,
                      worker: Callable = measure_ceilings_worker,
                      stop: threading.Event | None = None) -> Ceilings | None:
     proc, q = _spawn(worker_context(), "ceilings", worker, dtypes, device=device)
@@ -384,11 +430,20 @@ def run_share(share: Share, targets: list[Target], cx: _Context) -> Share:
     todo = [(t, runnable) for t in targets if (runnable := [task for task in share.tasks if task.dtype in t.dtypes])]
     where = "" if device is None else f" on GPU {device.index}"
     done, startup_s, ceilings_s, profile_s, profiled = 0, 0.0, 0.0, 0.0, ProfileTimes()
+    ahead = None
     try:
-        if cx.on_ceilings is not None and todo:
-            started = time.monotonic()
-            ceilings = measure_ceilings(sorted({t.dtype for t in share.tasks}), device=device,
-                                        worker=cx.processes.ceilings, stop=cx.stop)
+        dtypes = sorted({t.dtype for t in share.tasks}) if cx.on_ceilings is not None and todo else []
+        started = time.monotonic()
+        if cx.on_breakdown is not None and todo:
+            # The profiling process starts now: it measures the ceilings (alone on the GPU, as the rows wait),
+            # then sets its profiler up while the rows run, so no GPU pays that set-up after its rows.
+            ahead = start_ahead(dtypes, cx.settings, cx.processes, device)
+            if dtypes:
+                msg = _receive(ahead.proc, ahead.queue, CEILINGS_TIMEOUT_S, cx.stop)
+                ceilings = msg[1] if msg and msg[0] == "ceilings" else None
+        elif dtypes:
+            ceilings = measure_ceilings(dtypes, device=device, worker=cx.processes.ceilings, stop=cx.stop)
+        if dtypes:
             ceilings_s = time.monotonic() - started
             if ceilings is None and probe is not None and (reason := probe()):
                 raise DeviceLost(reason, None)
@@ -415,7 +470,7 @@ def run_share(share: Share, targets: list[Target], cx: _Context) -> Share:
             started = time.monotonic()
             profiled = profile_targets(profile_jobs, cx.settings, cx.on_breakdown, cx.row_timeout_s,
                                        cx.processes.start_timeout_s, cx.processes.profile, device=device,
-                                       stop=cx.stop)
+                                       stop=cx.stop, ahead=ahead)
             profile_s = time.monotonic() - started
     except DeviceLost as lost:
         why = f"GPU {device.index} ({device.uuid}) lost: {lost.reason}"
@@ -424,6 +479,9 @@ def run_share(share: Share, targets: list[Target], cx: _Context) -> Share:
         for target, tasks in left:
             for task in tasks:
                 emit(Row(target.name, target.kind, task.shape, task.dtype, Status.NOT_RUN, why))
+    finally:
+        if ahead is not None:
+            ahead.close()
     return dataclasses.replace(share, busy_s=time.monotonic() - t0, startup_s=startup_s, ceilings_s=ceilings_s,
                                profile_s=profile_s, profile_start_s=profiled.start_s,
                                profile_first_row_s=profiled.first_row_s)

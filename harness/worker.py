@@ -223,6 +223,7 @@ def measure_ceilings_worker(dtypes: list[str], queue) -> None:
     t = phases.mark("ceilings", "cuda_init", t)
     with exact_float32():
         ceilings = measure_ceilings(dtypes)
+    torch.cuda.empty_cache()  # a process that goes on (breakdown.serve_ahead) holds no idle gigabytes meanwhile
     phases.mark("ceilings", "measure", t)
     queue.put(("ceilings", ceilings))
 

@@ -6,7 +6,7 @@
 #       checked for the same rows as the unsharded 1-GPU run, and compared with it.
 # The builds are made first, cold, by a run that sees no GPU (it builds and runs nothing), so every timed
 # run finds them cached: builds do not depend on the number of GPUs, so "with builds" below is a run's
-# time without builds plus that one cold build.
+# time without builds plus that one cold build. Triton's autotuning cache is warmed the same way, first.
 #   KVBENCH_COMMIT=$(git rev-parse HEAD) scripts/multi_gpu_check.sh
 # SWEEP="..." changes the sweep; SKIP_SHARDS=1 leaves out (c), to time a larger sweep in the same minutes;
 # PHASES=1 records each run's per-process phases (harness/phases.py) and their sums (phases-NAME.txt).
@@ -44,6 +44,10 @@ tool() {  # NAME ARGS...: a compare or merge, its output in $out/NAME.log
 
 { nvidia-smi -L; nvidia-smi topo -m; nproc; } > "$out/machine.txt" 2>&1
 CUDA_VISIBLE_DEVICES="" bench build
+# Triton autotunes each (shape, dtype) at its first call and keeps the choice on disk: like the builds, that is
+# paid once per machine, so one pass over the Triton rows first lets both timed runs find it warm (at c3596a8 the
+# 1-GPU run, first on a fresh machine, spent 27 s autotuning that the 2-GPU run after it did not).
+bench warm-triton --variant triton_two_stage --baselines eager --devices 0,1 --budget 0.01 --rounds 1 --no-breakdown
 bench one --devices 0
 bench two --devices 0,1
 tool compare-two-vs-one compare "$out/one.json" "$out/two.json" --markdown "$out/compare-two-vs-one.md"

@@ -168,3 +168,28 @@ def profiles_with_a_slow_start(jobs, settings, queue):
                 first = False
             queue.put(("breakdown", Breakdown(target.name, task.shape, task.dtype, (), 5, "")))
     queue.put(("done", None))
+
+
+def ceilings_naming_their_process(dtypes, queue):
+    """Stands in for the measured ceilings: the GPU the measuring process was pinned to, and its pid."""
+    queue.put(("ceilings", json.dumps({"visible": _pinned_to(), "pid": os.getpid()})))
+
+
+def warms_slowly(stamp_dir):
+    """Stands in for the profiler's set-up (breakdown.warm_profiler): 2 s, its start and end stamped in a file
+    named after its process."""
+    path = Path(stamp_dir) / f"warm-{os.getpid()}"
+    path.write_text(f"{time.time()}\n")
+    time.sleep(2.0)
+    with open(path, "a") as f:
+        f.write(f"{time.time()}\n")
+
+
+def stamps_its_rows(stamp_dir, target, tasks, settings, queue):
+    """well_behaved, stamping when each row starts (a file per row)."""
+    queue.put(("ready", None))
+    for task in tasks:
+        (Path(stamp_dir) / f"row-{target.name}-{task.shape.label()}-{task.dtype}").write_text(str(time.time()))
+        queue.put(("start", task))
+        queue.put(("row", _row(target, task)))
+    queue.put(("done", None))

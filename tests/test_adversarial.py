@@ -169,8 +169,9 @@ def test_interrupted_run_keeps_finished_rows_marked_incomplete(tmp_path, monkeyp
     code = cli.main(["--kernels", str(ADV), "--json", str(out), "--timeout", "7"])
     assert code == cli.EXIT_INTERRUPTED
     assert "interrupted: 3 finished row(s) kept" in capsys.readouterr().err
-    # after every row the file on disk held every row so far, marked incomplete
-    assert [len(d["rows"]) for d in seen_on_disk] == [1, 2, 3]
+    # the file was on disk, marked incomplete, from the first row on (rewritten at most every few seconds:
+    # cli.ResultSink), and Ctrl-C wrote every finished row
+    assert seen_on_disk and len(seen_on_disk[0]["rows"]) == 1
     assert all(d["complete"] is False for d in seen_on_disk)
     final = json.loads(out.read_text())
     assert final["complete"] is False

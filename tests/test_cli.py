@@ -283,3 +283,23 @@ def test_resources_of_a_python_variant_says_where_its_numbers_are(tmp_path, caps
     (tmp_path / "tri.py").write_text("def forward(a, b, c, d, e):\n    pass\n")
     assert cli.main(["resources", "--kernels", str(tmp_path)]) == cli.EXIT_OK
     assert "tri" in capsys.readouterr().out
+
+
+def test_the_result_file_is_rewritten_at_most_once_per_interval_and_every_row_is_in_the_last(tmp_path, monkeypatch):
+    """Rows and breakdowns arriving 0.5 s apart: a rewrite when the first arrives and then only once 2 s have
+    passed since the last; Ctrl-C's save and the final one write every row."""
+    import harness.report
+    monkeypatch.setattr(harness.report, "result_dict", lambda rows, *a, **k: {"rows": list(rows)})
+    writes = []
+    monkeypatch.setattr(cli, "write_result_file", lambda path, data: writes.append((now[0], len(data["rows"]))))
+    now = [0.0]
+    sink = cli.ResultSink(tmp_path / "r.json", {}, {}, every_s=2.0, clock=lambda: now[0])
+    for i in range(9):
+        now[0] = 0.5 * i
+        sink.add(f"row {i}") if i % 3 else sink.add_breakdown(type("B", (), {"key": lambda self, i=i: i})())
+    assert writes == [(0.0, 0), (2.0, 3), (4.0, 6)]  # at 0, 1.5 and 3 s a breakdown, else a row
+    now[0] = 4.5
+    sink.add("row 9")  # too soon: not written ...
+    assert len(writes) == 3
+    sink.save(complete=False)  # ... until Ctrl-C's save or the final one
+    assert writes[-1] == (4.5, 7)

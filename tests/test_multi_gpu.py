@@ -154,6 +154,31 @@ def test_breakdowns_are_profiled_by_one_process_per_gpu_pinned_to_it():
     assert all(share.busy_s > share.profile_s > 0 for share in shares)
 
 
+def test_one_process_per_gpu_measures_its_ceilings_then_sets_its_profiler_up_while_the_rows_run(tmp_path):
+    """The profiling process starts before a GPU's rows: it measures that GPU's ceilings, sets the profiler up
+    while the rows run (they do not wait for it), then profiles them: one process per GPU for all three."""
+    rows, ceilings, found = [], {}, []
+    stamps = str(tmp_path)
+    shares = runner.run(PLAN, TASKS, Settings(), rows.append, row_timeout_s=20, devices=[GPU_A, GPU_B],
+                        on_ceilings=lambda device, seen: ceilings.update({device: json.loads(seen)}),
+                        on_breakdown=found.append,
+                        processes=runner.Processes(serve=functools.partial(fake_workers.stamps_its_rows, stamps),
+                                                   ceilings=fake_workers.ceilings_naming_their_process,
+                                                   warm_profiler=functools.partial(fake_workers.warms_slowly, stamps),
+                                                   profile=fake_workers.profiles_naming_its_gpu,
+                                                   start_timeout_s=20))
+    assert {device: seen["visible"] for device, seen in ceilings.items()} == {GPU_A: GPU_A.uuid, GPU_B: GPU_B.uuid}
+    device_of = {r.key(): r.device for r in timed(rows)}
+    assert {b.key() for b in found} == set(device_of)
+    for b in found:  # profiled by the process that measured its GPU's ceilings
+        assert json.loads(b.note)["pid"] == ceilings[device_of[b.key()]]["pid"]
+    warm_ends = {int(p.name.split("-")[1]): float(p.read_text().split()[1]) for p in tmp_path.glob("warm-*")}
+    assert sorted(warm_ends) == sorted(seen["pid"] for seen in ceilings.values())
+    first_row = min(float(p.read_text()) for p in tmp_path.glob("row-*"))
+    assert first_row < min(warm_ends.values())  # the rows began while the profilers were still setting up
+    assert all(share.ceilings_s > 0 for share in shares)
+
+
 def test_a_failure_in_one_gpu_thread_stops_the_run_and_drops_later_rows():
     rows = []
 
