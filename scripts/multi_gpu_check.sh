@@ -81,6 +81,10 @@ log = (out / "build.log").read_text()
 cached = log.count(": cached in ")
 made = f" ({cached} extension(s) found cached: a warm build, so 'with builds' below is not a cold one)" if cached else ""
 print(f"commit {one['env'].get('commit')}; {len(one['rows'])} rows; build {cold:.1f} s{made}")
+warm = load("warm-triton")
+if warm:
+    print(f"Triton's autotuning warmed first on both GPUs: {warm['run']['wall_without_build_s']:.1f} s "
+          "(once per machine, like the build; in neither run below)")
 for name, data in (("1 GPU ", one), ("2 GPUs", two)):
     run = data["run"]
     per_gpu = ", ".join(f"GPU {i} busy {s:.1f} s ({run['startup_s'][i]:.1f} s starting workers, "
