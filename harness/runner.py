@@ -421,7 +421,8 @@ class _Context:
 def run_share(share: Share, targets: list[Target], cx: _Context) -> Share:
     """One device's groups, target by target, a worker process per target: the order a one-GPU run has
     always had. With `cx.on_breakdown`, the correct rows of every target are then profiled on the same device,
-    by one process (its profiler's start-up is paid once per device, not once per target).
+    by one process started before the rows (start_ahead: it measures the ceilings first and sets its profiler up
+    while the rows run, so that set-up is paid once per device and off its critical path).
     If the device is lost, its remaining rows are not-run with the reason."""
     t0 = time.monotonic()
     device = share.device
