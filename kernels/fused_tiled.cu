@@ -632,8 +632,8 @@ void launch_fused_tc(const torch::Tensor& hidden, const torch::Tensor& w_down, c
     p.fused = 1;
     p.prefetch2 = BM == 64 ? 1 : 0;
     p.group_mt = p.n_mt;  // M-major over all row tiles: each w_up tile read from DRAM once (groups of 8 re-read it)
-    const mla::Maps maps = mla::make_maps<T, BM>(hidden.data_ptr(), w_down.data_ptr(), w_up_k.data_ptr(),
-                                                 w_up_v.data_ptr(), latent.data_ptr(), out.data_ptr(), M, D, R, N);
+    const mla::Maps maps = mla::make_maps<T, BM, BM>(hidden.data_ptr(), w_down.data_ptr(), w_up_k.data_ptr(),
+                                                     w_up_v.data_ptr(), latent.data_ptr(), out.data_ptr(), M, D, R, N);
     mla::set_smem_attr<T, BM>(dev);
     // One CTA per SM and grid <= #SMs: every CTA is resident at once, which the split-k and ready waits need.
     mla::launch<T, BM>(maps, p, std::min(sms, p.units1 + p.units2), false, stream);

@@ -262,7 +262,7 @@ static inline void set_smem_attr(int dev) {
 }
 
 // Launch on `grid` CTAs as a programmatic dependent of the previous kernel (the GEMM1 launch). The maps are
-// mla::make_maps<T, 128>'s: latent boxes 64 k x 128 rows, w_up boxes 64 x 64, out boxes 64 x 64.
+// mla::make_maps<T, BM1, 128>'s: latent boxes 64 k x 128 rows, w_up boxes 64 x 64, out boxes 64 x 64.
 template <typename T>
 inline void launch(const mla::Maps& m, const Params& p, int grid, cudaStream_t stream) {
     cudaLaunchConfig_t cfg = {};

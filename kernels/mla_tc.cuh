@@ -11,17 +11,19 @@
 #include <algorithm>
 
 /*
- * Tile BM x BN x BK = (128 or 64) x 256 x 64, or 128 x 128 x 64 (a GEMM1-only launch: twice the tiles of 128 x 256,
- * so prefill fills the SMs without a k-split); STAGES shared-memory stages (3 for 128 x 256, 4 for 64 x 256, 6 for
- * 128 x 128) of
+ * Tile BM x BN x BK = (128 or 64) x 256 x 64, or a GEMM1-only launch of 128 x 128 x 64 (twice the tiles of 128 x 256,
+ * so prefill fills the SMs without a k-split) or 64 x 128 x 64 (twice those again, for prefill shapes whose 128 x 128
+ * tiles leave half the SMs idle); STAGES shared-memory stages (3 for 128 x 256, 4 for 64 x 256, 6 for 128 x 128,
+ * 8 for 64 x 128: the 128-wide tiles keep 192 KB of operands in flight per SM) of
  *   A: one TMA box 64 k x BM rows (128-byte swizzle, K-major): hidden (GEMM1) or latent (GEMM2)
  *   B: BN / 64 TMA boxes 64 n x 64 k (8 KB each, 128-byte swizzle, N-major), from w_down (GEMM1), or from w_up_k
  *      when the tile's first column is < N and from w_up_v otherwise (GEMM2; N % 256 == 0 so a tile never straddles).
  * Threads: 384 = 3 warpgroups. Warpgroup 0 = producer (setmaxnreg 40; one thread issues every TMA load);
  *   warpgroups 1 and 2 = consumers (setmaxnreg 232). BM 128: consumer g owns rows 64g .. 64g+63 and all BN
  *   columns (wgmma m64n256k16 / m64n128k16, 128 / 64 fp32 accumulators per thread); BM 64: both own the 64 rows,
- *   consumer g the columns 128g .. 128g+127 (m64n128k16, 64 accumulators). A stage is released (empty barrier, one
- *   arrival per consumer warpgroup) once the next stage's wgmmas are issued and the previous group retired
+ *   consumer g the columns WN*g .. WN*g+WN-1 of WN = BN / 2 (64 x 256: m64n128k16, 64 accumulators; 64 x 128:
+ *   m64n64k16, 32 accumulators), i.e. B box g (64 x 256: boxes 2g, 2g+1). A stage is released (empty barrier,
+ *   one arrival per consumer warpgroup) once the next stage's wgmmas are issued and the previous group retired
  *   (wait_group 1).
  * Epilogues (per consumer warpgroup):
  *   GEMM2: accumulators -> bf16/fp16 -> the warpgroup's staging buffer (64 x 64 boxes, 128-byte swizzle,
@@ -45,24 +47,27 @@
 
 namespace mla {
 
-constexpr int BN = 256, BK = 64;  // BN: the GEMM2 tile's width (and GEMM1's, but for the 128 x 128 launch)
+constexpr int BN = 256, BK = 64;  // BN: the GEMM2 tile's width (and GEMM1's, but for the 128-wide launches)
 constexpr int THREADS = 384;
 constexpr int B_BOX_BYTES = 64 * BK * 2;          // 8 KB: 64 columns x 64 k
 
 // Tile shape BM x BN_: 128 x 256 (prefill: consumer warpgroup g owns rows 64g.., all 256 columns), 64 x 256
-// (decode: both consumer warpgroups own the 64 rows, warpgroup g the columns 128g .. 128g+127), or 128 x 128
-// (GEMM1 at prefill: consumer g owns rows 64g.., all 128 columns; GEMM2 units are refused).
+// (decode: both consumer warpgroups own the 64 rows, warpgroup g the columns 128g .. 128g+127), and the GEMM1-only
+// (GEMM2 units are refused) 128 x 128 (consumer g owns rows 64g.., all 128 columns) and 64 x 128 (both own the 64
+// rows, consumer g the columns 64g .. 64g+63).
 template <int BM_, int BN_ = BN>
 struct Cfg {
     static constexpr int BM = BM_, TBN = BN_;
-    static_assert((BM == 64 && TBN == 256) || (BM == 128 && (TBN == 256 || TBN == 128)), "tile shape");
+    static_assert((BM == 64 || BM == 128) && (TBN == 256 || TBN == 128), "tile shape");
     static constexpr bool GEMM2 = TBN == BN;          // GEMM2 units need the 256-wide tiles of Params::n_nt2
     static constexpr int MWG = BM / 64;              // consumer warpgroups along M
-    static constexpr int WN = TBN / (2 / MWG);        // columns per consumer warpgroup: 256 or 128
-    static constexpr int STAGES = TBN == 128 ? 6 : BM == 128 ? 3 : 4;
+    static constexpr int WN = TBN / (2 / MWG);        // columns per consumer warpgroup: 256, 128 or 64
+    // 64 x 128: 24 KB a stage, so 8 stages hold the 192 KB in flight of 128 x 128's 6 (9 would not fit in 227 KB).
+    static constexpr int STAGES = TBN == 128 ? (BM == 128 ? 6 : 8) : BM == 128 ? 3 : 4;
     static constexpr int A_BYTES = BM * BK * 2;
     static constexpr int B_BYTES = (TBN / 64) * B_BOX_BYTES;  // 32 KB or 16 KB
-    static constexpr int C_WG_BYTES = 64 * WN * 2;    // one warpgroup's staging: (WN / 64) boxes of 64 x 64
+    // One warpgroup's staging: (WN / 64) boxes of 64 x 64 (GEMM2); GEMM1 uses the two as split-k scratch (<= 4 KB).
+    static constexpr int C_WG_BYTES = 64 * WN * 2;
     static constexpr int SMEM_A = 0;
     static constexpr int SMEM_B = SMEM_A + STAGES * A_BYTES;
     static constexpr int SMEM_C = SMEM_B + STAGES * B_BYTES;
@@ -70,6 +75,7 @@ struct Cfg {
     static constexpr int SMEM_BYTES = SMEM_BAR + 2 * STAGES * 8;
     static constexpr int SMEM_ALLOC = SMEM_BYTES + 1024;  // the dynamic base is aligned up to 1024 (swizzle atoms)
     static constexpr int PART_F4 = (WN / 8) * 256;        // float4s of one fp32 partial tile (WN/8 per thread)
+    static_assert(2 * C_WG_BYTES >= 256 * 16, "the split-k reduction's scratch: up to 256 float4s");
     static_assert(SMEM_ALLOC <= 232448, "the H100/H200 opt-in shared memory per block");
 };
 
@@ -443,21 +449,24 @@ struct Maps {
     CUtensorMap hidden, wdown, latent, wk, wv, out;
 };
 
-template <typename T, int BM>
+// BM1: GEMM1's tile height (the hidden box), BM2: GEMM2's (the latent box); two_stage's GEMM1 may use 64-row
+// tiles under 128-row GEMM2 tiles.
+template <typename T, int BM1, int BM2>
 inline Maps make_maps(const void* h, const void* wd, const void* wk, const void* wv, const void* lat, void* out, int M,
                       int D, int R, int N) {
     Maps m;
-    m.hidden = hop::make_tmap_2d<T>(h, M, D, D, BM, BK);
+    m.hidden = hop::make_tmap_2d<T>(h, M, D, D, BM1, BK);
     m.wdown = hop::make_tmap_2d<T>(wd, D, R, R, BK, 64);
-    m.latent = hop::make_tmap_2d<T>(lat, M, R, R, BM, BK);
+    m.latent = hop::make_tmap_2d<T>(lat, M, R, R, BM2, BK);
     m.wk = hop::make_tmap_2d<T>(wk, R, N, N, BK, 64);
     m.wv = hop::make_tmap_2d<T>(wv, R, N, N, BK, 64);
     m.out = hop::make_tmap_2d<T>(out, M, 2 * int64_t(N), 2 * int64_t(N), 64, 64);
     return m;
 }
 
-// Base parameters of a problem (units counted, no unit range chosen yet). bn1: GEMM1's tile width (BN, or 128 for a
-// GEMM1-only launch of Cfg<128, 128>); splits: GEMM1 k-splits asked for.
+// Base parameters of a problem (units counted, no unit range chosen yet). BM: GEMM1's and GEMM2's tile height (the
+// GEMM2 fields of a GEMM1-only launch are unused); bn1: GEMM1's tile width (BN, or 128 for a GEMM1-only launch of
+// Cfg<128 or 64, 128>); splits: GEMM1 k-splits asked for.
 inline Params make_params(int BM, int bn1, int M, int D, int R, int N, int splits_wanted) {
     Params p{};
     p.M = M; p.D = D; p.R = R; p.N = N;
@@ -516,7 +525,7 @@ static inline int* counters(int dev, size_t n, cudaStream_t stream) {
 }
 
 // The checks of every tensor-core entry before it launches: shape_ok, sm_90a code in this build and on this device,
-// shared memory for both tile heights and for `extra_smem` (a caller's own schedule), and `need` counters allocated,
+// shared memory for every tile shape and for `extra_smem` (a caller's own schedule), and `need` counters allocated,
 // now if need be (a buffer cannot grow inside a stream capture, so a capture falls back). False: the SIMT path.
 inline bool tc_path_ready(const torch::Tensor& hidden, const torch::Tensor& w_down, const torch::Tensor& w_up_k,
                           const torch::Tensor& w_up_v, const torch::Tensor& out, int D, int R, int N, size_t need,
@@ -526,7 +535,7 @@ inline bool tc_path_ready(const torch::Tensor& hidden, const torch::Tensor& w_do
     if (!hop::sm90a_kernels_built(dev, stream)) return false;
     info = kv::dev_info(dev);
     if (info.optin < Cfg<128>::SMEM_ALLOC || info.optin < Cfg<64>::SMEM_ALLOC || info.optin < Cfg<128, 128>::SMEM_ALLOC ||
-        info.optin < extra_smem)
+        info.optin < Cfg<64, 128>::SMEM_ALLOC || info.optin < extra_smem)
         return false;
     if (counters_if_ready(dev, need) == nullptr) {
         cudaStreamCaptureStatus cap = cudaStreamCaptureStatusNone;

@@ -22,6 +22,12 @@
 #define MLA_GEMM1_BN 128
 #endif
 static_assert(MLA_GEMM1_BN == 128 || MLA_GEMM1_BN == 256, "GEMM1 tile width: 128 or 256");
+// 1: when M > 128 and the 128 x 128 GEMM1 tiles are too few for the SMs (gemm1_rows64), GEMM1 uses 64 x 128 tiles
+// instead (MiniCPM3 4096: 128 tiles, no split, against 64 tiles x 2 splits). 0: the 128-row GEMM1 tiles always.
+#ifndef MLA_GEMM1_BM64
+#define MLA_GEMM1_BM64 1
+#endif
+static_assert(MLA_GEMM1_BM64 == 0 || MLA_GEMM1_BM64 == 1, "MLA_GEMM1_BM64: 0 or 1");
 
 namespace {
 
@@ -222,18 +228,31 @@ void run_two_stage(const torch::Tensor& hidden, const torch::Tensor& w_down, con
         launch_up<T, 32, 64, 16, 4, 4, 128, 3, 4, 1>(lat, wk, wv, o, M, R, N, vec_a, vec_b, vec_out, dev, optin, stream);
 }
 
+// Whether GEMM1 at M > 128 takes 64 x 128 tiles rather than 128-row ones: when the 128 x 128 tiles number fewer than
+// half the SMs. Then the 64 x 128 tiles (twice as many) still fit one wave of CTAs, so twice the SMs work with half
+// the k-splits (none at MiniCPM3 4096: 128 tiles); from half the SMs up they would not, and the 128-row tiles read
+// each w_down column tile half as often. Counted in 128 x 128 tiles whatever MLA_GEMM1_BN is: the rule is about
+// fitting the 64 x 128 tiles in one wave.
+constexpr bool gemm1_rows64(int M, int R, int sms) { return kv::cdiv(M, 128) * kv::cdiv(R, 128) < sms / 2; }
+// The brief's cases on the H200 (132 SMs): MiniCPM3 4096 (R 256) and every 512-token shape take 64-row tiles,
+// DeepSeek-V2-Lite / V3 4096 (R 512: 128 tiles) keep 128 x 128.
+static_assert(gemm1_rows64(4096, 256, 132) && gemm1_rows64(512, 512, 132) && gemm1_rows64(512, 256, 132) &&
+                  !gemm1_rows64(4096, 512, 132),
+              "gemm1_rows64: the 64-row GEMM1 tile rule");
+
 // Tensor-core path (sm_90a, bf16 / fp16): GEMM1 launch (latent in the dtype, split k), then GEMM2 launch as its
-// programmatic dependent. BM 64 tiles up to 128 rows (decode), 128 above, GEMM1's then MLA_GEMM1_BN wide.
+// programmatic dependent. BM (GEMM2's tile height): 64 up to 128 rows (decode), 128 above. GEMM1's tiles are
+// BM1 x BN1: 64 x 256 for decode; above, 128 x MLA_GEMM1_BN or (gemm1_rows64) 64 x 128.
 // PINGPONG (two_stage_pp) and BM 128: GEMM2 is mla_pingpong.cuh's kernel instead of mla_tc_kernel's GEMM2 units;
 // GEMM1 is the same launch either way.
-template <typename T, int BM, bool PINGPONG>
+template <typename T, int BM, int BM1, int BN1, bool PINGPONG>
 void launch_two_stage_tc(const torch::Tensor& hidden, const torch::Tensor& w_down, const torch::Tensor& w_up_k,
                          const torch::Tensor& w_up_v, torch::Tensor& out, int M, int D, int R, int N, int dev,
                          int sms, cudaStream_t stream) {
-    constexpr int BN1 = BM == 128 ? MLA_GEMM1_BN : mla::BN;
-    using C = mla::Cfg<BM, BN1>;
-    // GEMM1's units (tiles BM x BN1) and GEMM2's (BM x 256) are counted apart: the two launches share no unit list.
-    mla::Params p = mla::make_params(BM, BN1, M, D, R, N, mla::pick_splits(BM, BN1, M, R, sms, MLA_GEMM1_SPLIT_CAP));
+    using C = mla::Cfg<BM1, BN1>;
+    // GEMM1's units (tiles BM1 x BN1) and GEMM2's (BM x 256) are counted apart: the two launches share no unit list
+    // (p's GEMM2 fields are unused: its launch runs units [0, units1) only).
+    mla::Params p = mla::make_params(BM1, BN1, M, D, R, N, mla::pick_splits(BM1, BN1, M, R, sms, MLA_GEMM1_SPLIT_CAP));
     const mla::Params q2 = mla::make_params(BM, mla::BN, M, D, R, N, 1);
     const int tiles1 = p.n_mt * p.n_nt1;
     auto latent = torch::empty({int64_t(M), int64_t(R)}, hidden.options());
@@ -244,13 +263,14 @@ void launch_two_stage_tc(const torch::Tensor& hidden, const torch::Tensor& w_dow
         p.split_cnt = mla::counters(dev, size_t(tiles1), stream);
     }
     p.latent = latent.data_ptr();
-    const mla::Maps maps = mla::make_maps<T, BM>(hidden.data_ptr(), w_down.data_ptr(), w_up_k.data_ptr(),
-                                                 w_up_v.data_ptr(), latent.data_ptr(), out.data_ptr(), M, D, R, N);
-    mla::set_smem_attr<T, BM, BN1>(dev);
+    const mla::Maps maps = mla::make_maps<T, BM1, BM>(hidden.data_ptr(), w_down.data_ptr(), w_up_k.data_ptr(),
+                                                      w_up_v.data_ptr(), latent.data_ptr(), out.data_ptr(), M, D, R,
+                                                      N);
+    mla::set_smem_attr<T, BM1, BN1>(dev);
     mla::Params p1 = p;
     p1.first = 0;
     p1.last = p.units1;
-    mla::launch<T, BM, BN1>(maps, p1, std::min(p.units1, sms), false, stream);
+    mla::launch<T, BM1, BN1>(maps, p1, std::min(p.units1, sms), false, stream);
     if constexpr (PINGPONG && BM == 128) {
         const mla_pp::Params q = mla_pp::make_params(M, R, N);
         mla_pp::set_smem_attr<T>(dev);
@@ -276,10 +296,20 @@ bool run_two_stage_tc(const torch::Tensor& hidden, const torch::Tensor& w_down, 
     if (!mla::tc_path_ready(hidden, w_down, w_up_k, w_up_v, out, D, R, N, 1, PINGPONG ? mla_pp::SMEM_ALLOC : 0, dev,
                             stream, info))
         return false;
-    if (M <= 128)
-        launch_two_stage_tc<T, 64, PINGPONG>(hidden, w_down, w_up_k, w_up_v, out, M, D, R, N, dev, info.sms, stream);
-    else
-        launch_two_stage_tc<T, 128, PINGPONG>(hidden, w_down, w_up_k, w_up_v, out, M, D, R, N, dev, info.sms, stream);
+    if (M <= 128) {
+        launch_two_stage_tc<T, 64, 64, mla::BN, PINGPONG>(hidden, w_down, w_up_k, w_up_v, out, M, D, R, N, dev,
+                                                          info.sms, stream);
+        return true;
+    }
+    if constexpr (MLA_GEMM1_BM64 == 1) {  // discarded (never instantiated) when 0: that build is the one of before
+        if (gemm1_rows64(M, R, info.sms)) {
+            launch_two_stage_tc<T, 128, 64, 128, PINGPONG>(hidden, w_down, w_up_k, w_up_v, out, M, D, R, N, dev,
+                                                           info.sms, stream);
+            return true;
+        }
+    }
+    launch_two_stage_tc<T, 128, 128, MLA_GEMM1_BN, PINGPONG>(hidden, w_down, w_up_k, w_up_v, out, M, D, R, N, dev,
+                                                             info.sms, stream);
     return true;
 }
 
