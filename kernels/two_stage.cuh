@@ -234,7 +234,7 @@ void run_two_stage(const torch::Tensor& hidden, const torch::Tensor& w_down, con
 // each w_down column tile half as often. Counted in 128 x 128 tiles whatever MLA_GEMM1_BN is: the rule is about
 // fitting the 64 x 128 tiles in one wave.
 constexpr bool gemm1_rows64(int M, int R, int sms) { return kv::cdiv(M, 128) * kv::cdiv(R, 128) < sms / 2; }
-// The brief's cases on the H200 (132 SMs): MiniCPM3 4096 (R 256) and every 512-token shape take 64-row tiles,
+// The cases it is for, on the H200 (132 SMs): MiniCPM3 4096 (R 256) and every 512-token shape take 64-row tiles,
 // DeepSeek-V2-Lite / V3 4096 (R 512: 128 tiles) keep 128 x 128.
 static_assert(gemm1_rows64(4096, 256, 132) && gemm1_rows64(512, 512, 132) && gemm1_rows64(512, 256, 132) &&
                   !gemm1_rows64(4096, 512, 132),
