@@ -16,6 +16,11 @@ out=${OUT:-/tmp/out}
 mkdir -p "$out"
 py=${PYTHON:-python3}
 export PYTHONUNBUFFERED=1 TORCH_CUDA_ARCH_LIST=${TORCH_CUDA_ARCH_LIST:-9.0a}
+# the CUTLASS headers a tree sent to the GPU machine carries (that machine cannot pip-install them): without them
+# cutlass_2gemm's rows are build-failed and the sweep is smaller than it says
+if [ -z "${KVBENCH_CUTLASS_DIR:-}" ] && [ -d third_party/cutlass ]; then
+  export KVBENCH_CUTLASS_DIR=third_party/cutlass
+fi
 # merge refuses files that record no commit; a tree copied without .git is named by a hash of its sources.
 export KVBENCH_COMMIT=${KVBENCH_COMMIT:-tree-$(cat run_bench.py harness/*.py harness/cuda/* kernels/* | sha256sum | cut -c1-12)}
 # The default sweep has 14 (shape, dtype) groups and two rounds, as the full sweep of issue 12: each GPU pays a fixed
