@@ -19,15 +19,18 @@ TASKS = [Task(s, d) for s in parse_shapes("seed,deepseek-v2-lite") for d in ("fl
 PLAN = runner.Plan(TARGETS, [])
 
 
-def run(serve, gpus, lost_dir="/nonexistent", tasks=TASKS):
-    """A run of the fake plan over `gpus`; a GPU is lost once a file named after it is in `lost_dir`."""
+def run(serve, gpus, lost_dir="/nonexistent", tasks=TASKS, breakdowns=None):
+    """A run of the fake plan over `gpus`; a GPU is lost once a file named after it is in `lost_dir`. With
+    `breakdowns` (a list), the rows are profiled too (the ceilings then come from the profiling process)."""
     rows, ceilings = [], []
     lost = functools.partial
     shares = runner.run(PLAN, tasks, Settings(), rows.append, row_timeout_s=20, devices=gpus,
                         on_ceilings=lambda device, found: ceilings.append((device, found)),
+                        on_breakdown=None if breakdowns is None else breakdowns.append,
                         processes=runner.Processes(serve=serve,
                                                    ceilings=lost(fake_workers.ceilings_name_their_gpu, lost_dir),
                                                    probe=lost(fake_workers.probe_sees_lost_gpus, lost_dir),
+                                                   profile=fake_workers.profiles_naming_its_gpu,
                                                    start_timeout_s=20, probe_timeout_s=20))
     return rows, ceilings, shares
 
@@ -118,15 +121,19 @@ def test_a_lost_gpu_marks_its_remaining_rows_not_run_and_the_other_goes_on(tmp_p
     assert len({r.key() for r in rows}) == len(rows) == len(TASKS) * len(TARGETS)
 
 
-def test_a_gpu_lost_before_its_first_row_has_all_its_rows_not_run(tmp_path):
+@pytest.mark.parametrize("profiled", [False, True], ids=["ceilings-process", "profiling-process"])
+def test_a_gpu_lost_before_its_first_row_has_all_its_rows_not_run(tmp_path, profiled):
     (tmp_path / GPU_B.uuid).touch()
     serve = functools.partial(fake_workers.loses_gpu_b_on_its_second_row, str(tmp_path))
-    rows, ceilings, _ = run(serve, [GPU_A, GPU_B], str(tmp_path))
+    found = [] if profiled else None
+    rows, ceilings, _ = run(serve, [GPU_A, GPU_B], str(tmp_path), breakdowns=found)
     on_b = [r for r in timed(rows) if r.device == GPU_B]
     assert on_b and {r.status for r in on_b} == {Status.NOT_RUN}
     assert all("GPU 1 (GPU-bbbb) lost" in r.message for r in on_b)
     assert ceilings == [(GPU_A, GPU_A.uuid)]  # the lost GPU's measurement failed first
     assert {r.status for r in timed(rows) if r.device == GPU_A} == {Status.OK}
+    if profiled:  # GPU A's rows are still profiled, on GPU A
+        assert found and {json.loads(b.note)["visible"] for b in found} == {GPU_A.uuid}
 
 
 def test_ceilings_are_measured_on_each_gpu():
