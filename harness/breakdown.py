@@ -28,7 +28,7 @@ import warnings
 from collections.abc import Callable
 from pathlib import Path
 
-from harness import occupancy
+from harness import occupancy, phases
 from harness.shapes import Shape
 
 log = logging.getLogger(__name__)
@@ -177,7 +177,6 @@ def profile_task(target, task, settings, flush, limits) -> Breakdown:
     from harness.problem import DTYPES, make_inputs
     from harness.worker import Rotation
 
-    from harness import phases
     who = f"profile {target.name}"
     t = time.perf_counter()
     sets = [make_inputs(task.shape, DTYPES[task.dtype], seed=settings.seed + 1000 + i) for i in range(2)]
@@ -212,7 +211,6 @@ def serve(jobs, settings, queue) -> None:
     # row here, so the warning (a line per row in every run's log) says nothing.
     warnings.filterwarnings("ignore", message=".*Profiler clears events at the end of each cycle",
                             category=UserWarning)
-    from harness import phases
     t = time.perf_counter()
     torch.cuda.init()
     stream = torch.cuda.Stream()
@@ -243,7 +241,6 @@ def warm_profiler() -> None:
     import torch
     from torch.profiler import ProfilerActivity, profile
 
-    from harness import phases
     if not torch.cuda.is_available():
         return
     t = time.perf_counter()
