@@ -355,10 +355,16 @@ def measure_ceilings(dtypes: list[str], timeout_s: float = CEILINGS_TIMEOUT_S, d
                      stop: threading.Event | None = None) -> Ceilings | None:
     proc, q = _spawn(worker_context(), "ceilings", worker, dtypes, device=device)
     try:
-        msg = _receive(proc, q, timeout_s, stop)
-        return msg[1] if msg else None
+        return receive_ceilings(proc, q, timeout_s, stop)
     finally:
         _stop(proc)
+
+
+def receive_ceilings(proc, q, timeout_s: float = CEILINGS_TIMEOUT_S,
+                     stop: threading.Event | None = None) -> Ceilings | None:
+    """The ceilings a process measures (its first message), or None if it died, hung or sent something else."""
+    msg = _receive(proc, q, timeout_s, stop)
+    return msg[1] if msg and msg[0] == "ceilings" else None
 
 
 def probe_device(device: Device, processes: Processes = Processes()) -> str | None:
@@ -440,8 +446,7 @@ def run_share(share: Share, targets: list[Target], cx: _Context) -> Share:
             # then sets its profiler up while the rows run, so no GPU pays that set-up after its rows.
             ahead = start_ahead(dtypes, cx.settings, cx.processes, device)
             if dtypes:
-                msg = _receive(ahead.proc, ahead.queue, CEILINGS_TIMEOUT_S, cx.stop)
-                ceilings = msg[1] if msg and msg[0] == "ceilings" else None
+                ceilings = receive_ceilings(ahead.proc, ahead.queue, stop=cx.stop)
         elif dtypes:
             ceilings = measure_ceilings(dtypes, device=device, worker=cx.processes.ceilings, stop=cx.stop)
         if dtypes:
