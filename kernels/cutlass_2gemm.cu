@@ -25,11 +25,29 @@
  *             reads), tiles rasterized along M so consecutive CTAs reuse one w_up column panel from L2.
  *   G2 small  M <= 128: ping-pong 64x128x64, cluster 1x1: at decode sizes the w_up stream is the cost;
  *             N / 128 = 128 tiles per GEMM spread it over the SMs and a 64-row tile wastes no MMA on padding.
+ * GEMM1's reduction: with fewer output tiles than SMs (4 at DeepSeek decode, 16 at 512 tokens) stream-K splits
+ * every tile's K over several CTAs (14 splits of 8 k-tiles at decode). CUTLASS's default reduction is a
+ * turnstile: split s adds its 64 KB fp32 partial only after split s-1 did, a chain of L2 round trips after the
+ * main loops. CUTLASS_G1_ATOMIC=1 (the default) lets the splits add their partials at once (atomic adds in the
+ * workspace; the summation order is not fixed, so the latent can differ in its last bit between runs).
+ * CUTLASS_PDL=1 (default) launches each GEMM as a programmatic dependent of the kernel before it
+ * (kernels built with CUTLASS_ENABLE_GDC_FOR_SM90: they wait on griddepcontrol before their first global load),
+ * so a GEMM's CTAs are resident and set up when the one before it ends.
  * TMA needs 16-byte aligned rows and bases: d, rank and N multiples of 8 and the tensors 16-byte aligned.
  * Anything else (e.g. head_dim 13, rank 1) runs torch's cuBLAS matmuls instead, writing into the output's
  * k and v views (row stride 2N) directly: correct everywhere, not fast.
  * Hopper only: a forward on another GPU, or from an image not built for sm_90a, is rejected by TORCH_CHECK.
  */
+
+#ifndef CUTLASS_G1_ATOMIC
+#define CUTLASS_G1_ATOMIC 1
+#endif
+#ifndef CUTLASS_PDL
+#define CUTLASS_PDL 1
+#endif
+#if CUTLASS_PDL
+#define CUTLASS_ENABLE_GDC_FOR_SM90 1  // before any CUTLASS header: the kernels then wait on griddepcontrol
+#endif
 
 #include "kv_common.cuh"
 
@@ -116,10 +134,23 @@ Device hopper_device(int index) {
     return {index, info.sms};
 }
 
+// How one GEMM is launched: the stream-K reduction order (only the stream-K scheduler has one) and PDL.
+struct Launch {
+    cutlass::gemm::kernel::detail::RasterOrderOptions raster;
+    bool atomic_reduction;
+};
+
+template <class SchedulerArgs>
+auto set_reduction(SchedulerArgs& sched, bool atomic, int) -> decltype(sched.reduction_mode, void()) {
+    using Mode = cutlass::gemm::kernel::detail::ReductionMode;
+    sched.reduction_mode = atomic ? Mode::Nondeterministic : Mode::Deterministic;
+}
+template <class SchedulerArgs>
+void set_reduction(SchedulerArgs&, bool, long) {}  // a data-parallel scheduler: nothing to reduce
+
 template <class Config>
 void run_gemm(int M, int N, int K, const void* A, int64_t lda, const void* B, int64_t ldb, void* D, int64_t ldd,
-              const Device& dev, const torch::TensorOptions& options, cudaStream_t stream,
-              cutlass::gemm::kernel::detail::RasterOrderOptions raster) {
+              const Device& dev, const torch::TensorOptions& options, cudaStream_t stream, const Launch& launch) {
     using Gemm = typename Config::Gemm;
     using Kernel = typename Config::Kernel;
     using Element = typename Gemm::ElementA;
@@ -142,7 +173,8 @@ void run_gemm(int M, int N, int K, const void* A, int64_t lda, const void* B, in
     args.epilogue.dD = dD;
     args.hw_info.device_id = dev.index;
     args.hw_info.sm_count = dev.sms;
-    args.scheduler.raster_order = raster;
+    args.scheduler.raster_order = launch.raster;
+    set_reduction(args.scheduler, launch.atomic_reduction, 0);
 
     Gemm gemm;
     TORCH_CHECK(gemm.can_implement(args) == cutlass::Status::kSuccess,
@@ -153,7 +185,8 @@ void run_gemm(int M, int N, int K, const void* A, int64_t lda, const void* B, in
     TORCH_CHECK(gemm.initialize(args, workspace_bytes ? workspace.data_ptr() : nullptr, stream) ==
                     cutlass::Status::kSuccess,
                 "cutlass_2gemm: CUTLASS GEMM initialization failed");
-    TORCH_CHECK(gemm.run(stream) == cutlass::Status::kSuccess, "cutlass_2gemm: CUTLASS GEMM launch failed");
+    TORCH_CHECK(gemm.run(stream, nullptr, /*launch_with_pdl=*/CUTLASS_PDL != 0) == cutlass::Status::kSuccess,
+                "cutlass_2gemm: CUTLASS GEMM launch failed");
     C10_CUDA_KERNEL_LAUNCH_CHECK();
 }
 
@@ -165,19 +198,21 @@ void forward_cutlass(const torch::Tensor& hidden, const torch::Tensor& w_down, c
     cudaStream_t stream = at::cuda::getCurrentCUDAStream();
     auto latent = torch::empty({M, R}, hidden.options());
     run_gemm<LatentGemm<Element>>(int(M), int(R), int(D), hidden.data_ptr(), D, w_down.data_ptr(), R,
-                                  latent.data_ptr(), R, dev, hidden.options(), stream, RasterOrder::Heuristic);
+                                  latent.data_ptr(), R, dev, hidden.options(), stream,
+                                  {RasterOrder::Heuristic, CUTLASS_G1_ATOMIC != 0});
     char* out_k = static_cast<char*>(out.data_ptr());
     char* out_v = out_k + N * int64_t(sizeof(Element));
+    const Launch up{RasterOrder::AlongM, false};
     if (M <= kSmallM) {
         run_gemm<UpGemmSmall<Element>>(int(M), int(N), int(R), latent.data_ptr(), R, w_up_k.data_ptr(), N, out_k,
-                                       2 * N, dev, hidden.options(), stream, RasterOrder::AlongM);
+                                       2 * N, dev, hidden.options(), stream, up);
         run_gemm<UpGemmSmall<Element>>(int(M), int(N), int(R), latent.data_ptr(), R, w_up_v.data_ptr(), N, out_v,
-                                       2 * N, dev, hidden.options(), stream, RasterOrder::AlongM);
+                                       2 * N, dev, hidden.options(), stream, up);
     } else {
         run_gemm<UpGemmLarge<Element>>(int(M), int(N), int(R), latent.data_ptr(), R, w_up_k.data_ptr(), N, out_k,
-                                       2 * N, dev, hidden.options(), stream, RasterOrder::AlongM);
+                                       2 * N, dev, hidden.options(), stream, up);
         run_gemm<UpGemmLarge<Element>>(int(M), int(N), int(R), latent.data_ptr(), R, w_up_v.data_ptr(), N, out_v,
-                                       2 * N, dev, hidden.options(), stream, RasterOrder::AlongM);
+                                       2 * N, dev, hidden.options(), stream, up);
     }
 }
 

@@ -1,4 +1,4 @@
-// summary: The latent never leaves the chip or L2 between the two products. bf16/fp16 on sm_90a: ONE launch of a persistent TMA + wgmma kernel whose GEMM1 units (split-k over all SMs, w_down read once) publish per-row-tile ready flags and whose GEMM2 units start as soon as their row tile's latent is done; at decode sizes (M <= 128) every CTA prefetches its w_up tiles into L2 while GEMM1 runs. float32 and other shapes: one SIMT kernel over row tiles that keeps each row tile's latent in shared memory (DIRECT small-M path first).
+// summary: The latent never leaves the chip or L2 between the two products. bf16/fp16 on sm_90a: ONE launch of a persistent TMA + wgmma kernel whose GEMM1 units (split-k over all SMs, w_down read once) publish per-row-tile ready flags and whose GEMM2 units start as soon as their row tile's latent is done; at decode sizes (M <= 128) every CTA prefetches its w_up tiles into L2 while GEMM1 runs. float32 and other shapes: SIMT kernels that keep each row tile's latent in shared memory; at small M a cluster of 4 CTAs per row tile, each holding a quarter of the weights and sharing its latent slice through distributed shared memory (CLUSTER), else one CTA per row tile (DIRECT, SMALL, LARGE).
 // dtypes: float32,bfloat16,float16
 
 /*
@@ -44,7 +44,11 @@
  *     LARGE: BM=32, BN=512, BK=16, TM=8, TN=8, KS=1,  NT=256, STAGES=4   (M >= ~SMs/2 * 32; rank <= 512)
  *     SMALL: BM=4,  BN=64,  BK=64, TM=4, TN=4, KS=16, NT=256, STAGES=8   (small M: many small blocks, the
  *            whole problem of a seed-sized block is in flight at once)
- *     DIRECT (tried first; separate kernel fused_direct_kernel, see below): ceil(M/BM) <= #SMs with BM=4, else
+ *     CLUSTER (tried first; fused_cluster_kernel, see its block comment): sm_90 device and image, D % 4 == 0,
+ *            R % (4 * V) == 0, N % (2 * V) == 0 (V = elements per 16 bytes), aligned pointers; BM = the smallest of
+ *            4, 8, 12, 16 with ceil(M / BM) clusters of 4 CTAs <= #SMs (M <= 528 on H200) and its shared memory
+ *            <= the opt-in limit.
+ *     DIRECT (tried next; separate kernel fused_direct_kernel, see below): ceil(M/BM) <= #SMs with BM=4, else
  *            BM=8; D, rank, N multiples of 4; all pointers 16-byte aligned; rank/4 <= 256; its shared memory
  *            (hidden rows + w_down + w_up + fp32 partials and latent) <= the opt-in limit. Else SMALL / LARGE.
  *   bf16 / fp16: operands stay in their dtype in shared memory and are widened to fp32 when read into
@@ -70,6 +74,10 @@
 
 #include "kv_common.cuh"
 #include "mla_tc.cuh"
+
+#ifndef FUSED_CLUSTER
+#define FUSED_CLUSTER 1  // 0: small M goes to DIRECT as before the CLUSTER path (a probe axis)
+#endif
 
 namespace {
 
@@ -551,6 +559,319 @@ struct DirectLauncher {
     }
 };
 
+// ================================================================ CLUSTER: the small-M path on sm_90
+// A cluster of kClusterCtas = 4 CTAs shares one row tile of BM rows; CTA c (its rank in the cluster) copies and
+// multiplies only its quarter of each weight, so a CTA moves ~1/3 of DIRECT's bytes through L2 at the seed:
+//   latent columns [c*Rc, (c+1)*Rc), Rc = R/4: its own hidden rows (BM x D) and w_down[:, those columns] (D x Rc)
+//   output columns [c*Nc, (c+1)*Nc) of the stacked row, Nc = 2N/4 = N/2 (CTAs 0, 1: k; 2, 3: v):
+//   w_up[:, those columns] (R x Nc).
+// After phase 1 each CTA reads the other three latent slices from their shared memory (distributed shared
+// memory, one cluster barrier) and runs phase 2 on the whole latent. A second cluster barrier, waited on at the
+// very end, keeps every CTA's slice alive until its peers have read it.
+// Shared-memory layout (ClusterLayout, every region 16-byte aligned): hidden rows BM x D | w_down slice D x Rc |
+// w_up slice R x Nc (all in the dtype) | phase-1 partials KG1 x BM x Rc | own latent slice BM x Rc | latent BM x R
+// (fp32). Threads:
+//   phase 1: thread tid < KG1 * U1 (U1 = BM/4 * Rc/4 units of 4 rows x 4 latent columns) owns unit tid % U1 over
+//            the k-quads kq = kg, kg + KG1, ... (kg = tid / U1); partials summed in fixed order (deterministic).
+//   phase 2: warp w takes units u = w, w + NT/32, ... of (4-row group, octet of 8 output column quads); lane
+//            cl = lane & 7 owns the column quad, kg = lane >> 3 the k-quads kg, kg + 4, ...; two __shfl_xor rounds
+//            sum the 4 k-lanes and split the 4 rows, so lane kg stores row kg of its group (float4 / 8 bytes).
+constexpr int kClusterCtas = 4;
+
+__device__ __forceinline__ uint32_t cluster_rank() {
+    uint32_t r;
+    asm volatile("mov.u32 %0, %%cluster_ctarank;\n" : "=r"(r));
+    return r;
+}
+__device__ __forceinline__ void cluster_arrive() { asm volatile("barrier.cluster.arrive.release.aligned;\n" ::: "memory"); }
+__device__ __forceinline__ void cluster_wait() { asm volatile("barrier.cluster.wait.acquire.aligned;\n" ::: "memory"); }
+// A float4 from CTA `rank`'s shared memory at the address `p` has in this CTA's.
+__device__ __forceinline__ float4 ld_peer_f4(const float* p, uint32_t rank) {
+    const uint32_t local = uint32_t(__cvta_generic_to_shared(p));
+    uint32_t remote;
+    asm volatile("mapa.shared::cluster.u32 %0, %1, %2;\n" : "=r"(remote) : "r"(local), "r"(rank));
+    float4 v;
+    asm volatile("ld.shared::cluster.v4.f32 {%0, %1, %2, %3}, [%4];\n"
+                 : "=f"(v.x), "=f"(v.y), "=f"(v.z), "=f"(v.w)
+                 : "r"(remote)
+                 : "memory");
+    return v;
+}
+
+struct ClusterLayout {
+    int kg1;  // phase-1 k-groups: the fewest that reach the shortest k-quad loop (D/4 k-quads over <= NT/U1)
+    size_t wd, wu, red, latp, lat, total;
+    __host__ __device__ ClusterLayout(int NT, int BM, int esize, int D, int R, int N) {
+        const int Rc = R / kClusterCtas, Nc = 2 * N / kClusterCtas;
+        const int u1 = (BM / 4) * (Rc / 4);  // >= 1 and <= NT: checked on the host
+        int kmax = NT / u1;
+        kmax = kmax < 32 ? kmax : 32;
+        const int iters = cdiv(D / 4, kmax);  // D >= 4
+        kg1 = cdiv(D / 4, iters);             // seed, BM 12: 9 units, kmax 28 -> 3 iterations -> 22 groups
+        wd = al16(size_t(BM) * D * esize);
+        wu = wd + al16(size_t(D) * Rc * esize);
+        red = wu + al16(size_t(R) * Nc * esize);
+        latp = red + size_t(kg1) * BM * Rc * sizeof(float);
+        lat = latp + size_t(BM) * Rc * sizeof(float);
+        total = lat + size_t(BM) * R * sizeof(float);
+    }
+};
+
+// Copy `rows` rows of `cols` elements (row stride `ld` in global, packed in shared memory) by 16-byte cp.async,
+// starting at vector `rot` and wrapping. cols % V == 0 and every row start 16-byte aligned (host).
+template <typename T, int NT>
+__device__ __forceinline__ void copy_rows_vec(T* __restrict__ s, const T* __restrict__ g, int rows, int cols,
+                                              int64_t ld, int rot, int tid) {
+    constexpr int V = 16 / int(sizeof(T));
+    const int vr = cols / V, nv = rows * vr;
+#pragma unroll 2
+    for (int i = tid; i < nv; i += NT) {
+        int v = i + rot;
+        v = v >= nv ? v - nv : v;
+        const int r = v / vr, j = v - r * vr;
+        cp_async16(s + r * cols + j * V, g + r * ld + j * V, true);
+    }
+}
+
+// Requirements (host): device and image sm_90+; D % 4 == 0; R % (4 * V) == 0; N % (2 * V) == 0 (V = 16 / element
+// size: the slices' rows are whole 16-byte vectors); (BM/4) * (R/16) <= NT; all five pointers 16-byte aligned;
+// grid = ceil(M / BM) * 4, launched with a cluster of 4 along x.
+template <typename T, int BM, int NT>
+__global__ void __launch_bounds__(NT, 1)
+fused_cluster_kernel(const T* __restrict__ hidden, const T* __restrict__ w_down, const T* __restrict__ w_up_k,
+                     const T* __restrict__ w_up_v, T* __restrict__ out, int M, int D, int R, int N) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+    static_assert(BM % 4 == 0 && BM >= 4, "rows go in groups of 4");
+    static_assert(NT % 32 == 0, "whole warps");
+    extern __shared__ __align__(16) unsigned char smem_raw[];
+    const ClusterLayout L(NT, BM, int(sizeof(T)), D, R, N);
+    T* const hid_s = reinterpret_cast<T*>(smem_raw);
+    T* const wd_s = reinterpret_cast<T*>(smem_raw + L.wd);
+    T* const wu_s = reinterpret_cast<T*>(smem_raw + L.wu);
+    float* const red = reinterpret_cast<float*>(smem_raw + L.red);
+    float* const latp = reinterpret_cast<float*>(smem_raw + L.latp);
+    float* const lat = reinterpret_cast<float*>(smem_raw + L.lat);
+
+    const int tid = threadIdx.x;
+    const int c = int(cluster_rank());
+    const int tile = int(blockIdx.x) / kClusterCtas, tiles = int(gridDim.x) / kClusterCtas;
+    const int m0 = tile * BM;  // < M <= INT_MAX
+    const int rows = min(BM, M - m0);
+    const int Rc = R / kClusterCtas, Nc = 2 * N / kClusterCtas, N2 = 2 * N;
+    const int KG1 = L.kg1, DQ = D >> 2, RQ = R >> 2;
+
+    // ------------------------------------------------ all global loads at entry: 2 commit groups
+    {
+        constexpr int V = 16 / int(sizeof(T));
+        // The clusters' CTA c all copy the same slices: each starts at a different vector (rot < nv).
+        const int nvd = D * (Rc / V), nvu = R * (Nc / V);
+        const int rot_d = int(int64_t(tile) * nvd / tiles), rot_u = int(int64_t(tile) * nvu / tiles);
+        const T* const hsrc = hidden + int64_t(m0) * D;
+        copy_flat_vec<T, NT>(hid_s, hsrc, rows * D, 0, tid);  // group 0: hidden rows, w_down slice
+        copy_rows_vec<T, NT>(wd_s, w_down + c * Rc, D, Rc, R, rot_d, tid);
+        cp_async_commit();
+        const T* const usrc = c * Nc < N ? w_up_k + c * Nc : w_up_v + (c * Nc - N);  // N % Nc == 0
+        copy_rows_vec<T, NT>(wu_s, usrc, R, Nc, N, rot_u, tid);  // group 1: w_up slice
+        cp_async_commit();
+        copy_flat_tail<T>(hid_s, hsrc, rows * D, tid);  // 2-byte types: rows * D % 8 may be 4
+        for (int e = rows * D + tid; e < BM * D; e += NT) hid_s[e] = from_f<T>(0.f);
+    }
+    cp_async_wait<1>();  // this thread's hidden / w_down copies have landed
+    __syncthreads();     // ... and everyone's
+
+    // ------------------------------------------------ phase 1: this CTA's latent slice, BM x Rc (K = D)
+    {
+        const int Q1 = Rc >> 2, U1 = (BM / 4) * Q1;
+        const int kg = tid / U1, u = tid - kg * U1;
+        if (kg < KG1) {
+            const int rg = u / Q1, cq = u - rg * Q1;
+            float acc[4][4];
+#pragma unroll
+            for (int r = 0; r < 4; ++r)
+#pragma unroll
+                for (int j = 0; j < 4; ++j) acc[r][j] = 0.f;
+            const T* const hrow = hid_s + (4 * rg) * D;
+            const T* const wcol = wd_s + 4 * cq;
+#pragma unroll 1
+            for (int kq = kg; kq < DQ; kq += KG1) {
+                float h[4][4];
+#pragma unroll
+                for (int r = 0; r < 4; ++r) {
+                    const float4 t = ld4(hrow + r * D + 4 * kq);
+                    h[r][0] = t.x; h[r][1] = t.y; h[r][2] = t.z; h[r][3] = t.w;
+                }
+#pragma unroll
+                for (int q = 0; q < 4; ++q) {
+                    const float4 w = ld4(wcol + (4 * kq + q) * Rc);
+#pragma unroll
+                    for (int r = 0; r < 4; ++r) {
+                        acc[r][0] = fmaf(h[r][q], w.x, acc[r][0]);
+                        acc[r][1] = fmaf(h[r][q], w.y, acc[r][1]);
+                        acc[r][2] = fmaf(h[r][q], w.z, acc[r][2]);
+                        acc[r][3] = fmaf(h[r][q], w.w, acc[r][3]);
+                    }
+                }
+            }
+#pragma unroll
+            for (int r = 0; r < 4; ++r)
+                *reinterpret_cast<float4*>(red + (kg * BM + 4 * rg + r) * Rc + 4 * cq) =
+                    make_float4(acc[r][0], acc[r][1], acc[r][2], acc[r][3]);
+        }
+    }
+    __syncthreads();  // all partials written
+    {
+        const int BR = BM * Rc;
+#pragma unroll 1
+        for (int e = tid; e < BR; e += NT) {
+            float s = red[e];
+#pragma unroll 4
+            for (int g = 1; g < KG1; ++g) s += red[g * BR + e];
+            latp[e] = s;  // latp[r * Rc + j]
+        }
+    }
+    cluster_arrive();  // release: this CTA's slice is written ...
+    cluster_wait();    // ... acquire: and so is every peer's
+    {
+        // lat[r][q * Rc + 4 j4 ..] = CTA q's latp[r][4 j4 ..] (this CTA's own slice through the same path)
+        const int Q1 = Rc >> 2, per_cta = BM * Q1;
+#pragma unroll 1
+        for (int i = tid; i < kClusterCtas * per_cta; i += NT) {
+            const int q = i / per_cta, rem = i - q * per_cta;
+            const int r = rem / Q1, j4 = rem - r * Q1;
+            const float4 v = ld_peer_f4(latp + r * Rc + 4 * j4, uint32_t(q));
+            *reinterpret_cast<float4*>(lat + r * R + q * Rc + 4 * j4) = v;
+        }
+    }
+    cluster_arrive();    // this CTA has read its peers' slices (waited on before exit)
+    cp_async_wait<0>();  // this thread's w_up copies have landed
+    __syncthreads();     // ... and everyone's; latent complete
+
+    // ------------------------------------------------ phase 2: out[BM, this CTA's Nc columns], K = R
+    {
+        const int lane = tid & 31, warp = tid >> 5;
+        const int cl = lane & 7, kg = lane >> 3;
+        const bool b4 = (lane & 16) != 0, b3 = (lane & 8) != 0;
+        const int rb = (b4 ? 2 : 0) + (b3 ? 1 : 0);  // the row of its group that lane kg stores
+        const int Q2 = Nc >> 2, n_oct = (Q2 + 7) >> 3, units = (BM / 4) * n_oct;
+#pragma unroll 1
+        for (int u = warp; u < units; u += NT / 32) {  // warp-uniform: every lane reaches the shuffles
+            const int rg = u / n_oct, o = u - rg * n_oct;
+            const int cq = o * 8 + cl;
+            const bool valid = cq < Q2;
+            const int cc = valid ? 4 * cq : 0;  // invalid lanes compute column 0 and store nothing
+            float acc[4][4];
+#pragma unroll
+            for (int r = 0; r < 4; ++r)
+#pragma unroll
+                for (int j = 0; j < 4; ++j) acc[r][j] = 0.f;
+            const float* const lrow = lat + (4 * rg) * R;
+#pragma unroll 1
+            for (int kq = kg; kq < RQ; kq += 4) {
+                float l[4][4];
+#pragma unroll
+                for (int r = 0; r < 4; ++r) {
+                    const float4 t = *reinterpret_cast<const float4*>(lrow + r * R + 4 * kq);
+                    l[r][0] = t.x; l[r][1] = t.y; l[r][2] = t.z; l[r][3] = t.w;
+                }
+#pragma unroll
+                for (int q = 0; q < 4; ++q) {
+                    const float4 w = ld4(wu_s + (4 * kq + q) * Nc + cc);
+#pragma unroll
+                    for (int r = 0; r < 4; ++r) {
+                        acc[r][0] = fmaf(l[r][q], w.x, acc[r][0]);
+                        acc[r][1] = fmaf(l[r][q], w.y, acc[r][1]);
+                        acc[r][2] = fmaf(l[r][q], w.z, acc[r][2]);
+                        acc[r][3] = fmaf(l[r][q], w.w, acc[r][3]);
+                    }
+                }
+            }
+            // round 1 (lanes ^16): keep rows {0, 1} if !b4 else {2, 3}, summed with the partner's same rows
+#pragma unroll
+            for (int r = 0; r < 2; ++r)
+#pragma unroll
+                for (int j = 0; j < 4; ++j) {
+                    const float mine = b4 ? acc[2 + r][j] : acc[r][j];
+                    const float other = b4 ? acc[r][j] : acc[2 + r][j];
+                    acc[r][j] = mine + __shfl_xor_sync(0xffffffffu, other, 16);
+                }
+            // round 2 (lanes ^8): of those two rows keep the first if !b3 else the second
+#pragma unroll
+            for (int j = 0; j < 4; ++j) {
+                const float mine = b3 ? acc[1][j] : acc[0][j];
+                const float other = b3 ? acc[0][j] : acc[1][j];
+                acc[0][j] = mine + __shfl_xor_sync(0xffffffffu, other, 8);
+            }
+            const int row = 4 * rg + rb;
+            if (valid && row < rows)
+                st4(out + int64_t(m0 + row) * N2 + c * Nc + cc, make_float4(acc[0][0], acc[0][1], acc[0][2], acc[0][3]));
+        }
+    }
+    cluster_wait();  // the peers have read this CTA's latent slice: its shared memory may go
+#endif
+}
+
+template <typename T, int BM, int NT>
+struct ClusterLauncher {
+    static size_t smem(int D, int R, int N) { return ClusterLayout(NT, BM, int(sizeof(T)), D, R, N).total; }
+
+    // False when this build has no sm_90+ image of the kernel (clusters need one); asked once per device.
+    static bool usable(int dev) {
+        static int state[64] = {0};  // 0 unknown, 1 usable, 2 not
+        if (dev >= 0 && dev < 64 && state[dev]) return state[dev] == 1;
+        cudaFuncAttributes attr;
+        const cudaError_t err = cudaFuncGetAttributes(&attr, fused_cluster_kernel<T, BM, NT>);
+        if (err != cudaSuccess) (void)cudaGetLastError();
+        const bool ok = err == cudaSuccess && attr.binaryVersion >= 90;
+        if (dev >= 0 && dev < 64) state[dev] = ok ? 1 : 2;
+        return ok;
+    }
+
+    static void launch(const T* h, const T* wd, const T* wk, const T* wv, T* out, int M, int D, int R, int N,
+                       int dev, int optin, cudaStream_t stream) {
+        auto kern = fused_cluster_kernel<T, BM, NT>;
+        static int configured[64] = {0};  // raise the dynamic shared-memory limit once per device
+        if (dev >= 0 && dev < 64 && !configured[dev]) {
+            C10_CUDA_CHECK(cudaFuncSetAttribute(kern, cudaFuncAttributeMaxDynamicSharedMemorySize, optin));
+            configured[dev] = 1;
+        } else if (dev >= 64) {
+            C10_CUDA_CHECK(cudaFuncSetAttribute(kern, cudaFuncAttributeMaxDynamicSharedMemorySize, optin));
+        }
+        cudaLaunchConfig_t cfg = {};
+        cfg.gridDim = dim3(unsigned(cdiv(M, BM) * kClusterCtas));
+        cfg.blockDim = dim3(NT);
+        cfg.dynamicSmemBytes = smem(D, R, N);
+        cfg.stream = stream;
+        cudaLaunchAttribute attr[1];
+        attr[0].id = cudaLaunchAttributeClusterDimension;
+        attr[0].val.clusterDim.x = kClusterCtas;
+        attr[0].val.clusterDim.y = 1;
+        attr[0].val.clusterDim.z = 1;
+        cfg.attrs = attr;
+        cfg.numAttrs = 1;
+        C10_CUDA_CHECK(cudaLaunchKernelEx(&cfg, kern, h, wd, wk, wv, out, M, D, R, N));
+    }
+};
+
+// The CLUSTER path, when the shape and device allow it: the smallest row tile whose clusters fit one CTA per SM.
+template <typename T>
+bool run_cluster(const T* h, const T* wd, const T* wk, const T* wv, T* o, int M, int D, int R, int N, int dev,
+                 const DevInfo& info, cudaStream_t stream) {
+    constexpr int V = 16 / int(sizeof(T)), NT = 256;
+    const bool shape_ok = info.major >= 9 && D % 4 == 0 && R % (4 * V) == 0 && N % (2 * V) == 0 && aligned16(h) &&
+                          aligned16(wd) && aligned16(wk) && aligned16(wv) && aligned16(o);
+    if (!shape_ok) return false;
+    const int slots = info.sms / kClusterCtas;  // clusters that fit with one CTA per SM
+    auto try_bm = [&](auto launcher, int bm) {
+        using Launcher = decltype(launcher);
+        if (cdiv(M, bm) > slots || (bm / 4) * (R / 16) > NT) return false;
+        if (Launcher::smem(D, R, N) > size_t(info.optin) || !Launcher::usable(dev)) return false;
+        Launcher::launch(h, wd, wk, wv, o, M, D, R, N, dev, info.optin, stream);
+        return true;
+    };
+    return try_bm(ClusterLauncher<T, 4, NT>{}, 4) || try_bm(ClusterLauncher<T, 8, NT>{}, 8) ||
+           try_bm(ClusterLauncher<T, 12, NT>{}, 12) || try_bm(ClusterLauncher<T, 16, NT>{}, 16);
+}
+
 template <typename T>
 void run_fused(const torch::Tensor& hidden, const torch::Tensor& w_down, const torch::Tensor& w_up_k,
                const torch::Tensor& w_up_v, torch::Tensor& out, int M, int D, int R, int N) {
@@ -577,6 +898,10 @@ void run_fused(const torch::Tensor& hidden, const torch::Tensor& w_down, const t
     const bool vec_up = (N % V == 0) && aligned16(wk) && aligned16(wv);
     const bool vec_out = ((2 * N) % 4 == 0) && ((reinterpret_cast<uintptr_t>(o) & (4 * sizeof(T) - 1)) == 0);
 
+    // CLUSTER (small M, sm_90): a cluster of 4 CTAs per row tile, each with a quarter of the weights.
+#if FUSED_CLUSTER
+    if (run_cluster<T>(h, wd, wk, wv, o, M, D, R, N, dev, info, stream)) return;
+#endif
     // DIRECT (small M): one block per BM rows holds its hidden rows, all of w_down and all of w_up in shared
     // memory; at most one block per SM (one wave). Only for 4-aligned sizes and 16-byte aligned pointers.
     const bool direct_shape = D % 4 == 0 && R % 4 == 0 && N % 4 == 0 && R / 4 <= 256 && aligned16(h) && aligned16(wd) &&

@@ -9,7 +9,8 @@
 #            (scripts/multi_gpu_check.sh). Builds again if the machine is a fresh one. SKIP_TESTS=1 or
 #            SKIP_MULTI=1 leaves one of the two out, so each fits one call (build ~220 s + tests, or the check).
 #            PROBE_VARIANT, PROBE_AXES and PROBE_ARGS add a scripts/probe_axis.sh run after the tests (its builds
-#            happen with the others).
+#            happen with the others); PROBES adds several, one per line, each "VARIANT|AXES|ARGS" (results in
+#            probe-VARIANT.{json,md,log}).
 # A sweep cut by its time limit gets SIGINT: the harness keeps its finished rows (the file says complete: false).
 # The machine gets the tree without .git: pass KVBENCH_COMMIT=<sha>; CUTLASS headers travel as third_party/cutlass.
 #   KVBENCH_COMMIT=$(git rev-parse HEAD) PHASE=1 scripts/gpu_session.sh
@@ -27,6 +28,10 @@ export TORCH_CUDA_ARCH_LIST=${TORCH_CUDA_ARCH_LIST:-9.0a}
 py=${PYTHON:-python3}
 presets=seed,deepseek-v2-lite,deepseek-v2,deepseek-v3,kimi-k2,minicpm3
 stamp() { echo "[$(date +%T)] $*"; }
+probes=${PROBES:-}
+if [ -n "${PROBE_AXES:-}" ]; then
+  probes="$PROBE_VARIANT|$PROBE_AXES|${PROBE_ARGS:-}"$'\n'"$probes"
+fi
 # two_stage_pp is left out of every step once its guard failed (the mark survives between calls on a warm machine).
 without_pingpong() { ls kernels/*.cu kernels/*.py | xargs -n1 basename | sed 's/\.[a-z]*$//' | grep -vx two_stage_pp | paste -sd,; }
 variants=all
@@ -54,10 +59,12 @@ build() {
   { $py run_bench.py new scaffolded --kernels "$scaffold" && CUDA_VISIBLE_DEVICES= timeout 300 $py run_bench.py \
       --kernels "$scaffold" --variant all --shape seed --json "$work/build-scaffold.json"; } \
     > "$work/build-scaffold.log" 2>&1 &
-  if [ -n "${PROBE_AXES:-}" ]; then  # the probe's builds (one per axis value) with the others
-    CUDA_VISIBLE_DEVICES= PROBE_DIR=/tmp/gpu-session/probe timeout 300 scripts/probe_axis.sh "$PROBE_VARIANT" \
-      "$PROBE_AXES" --shape seed --json "$work/build-probe.json" > "$work/build-probe.log" 2>&1 &
-  fi
+  local v axes args
+  while IFS='|' read -r v axes args; do  # each probe's builds (one per axis value) with the others
+    [ -n "$v" ] || continue
+    CUDA_VISIBLE_DEVICES= PROBE_DIR=/tmp/gpu-session/probe-$v timeout 300 scripts/probe_axis.sh "$v" \
+      "$axes" --shape seed --json "$work/build-probe-$v.json" > "$work/build-probe-$v.log" 2>&1 < /dev/null &
+  done <<< "$probes"
   wait
   grep -h "wall time\|FAILED" "$work"/build*.log | head
 }
@@ -114,14 +121,16 @@ else
     grep -E "passed|failed" "$work/gpu-tests.log" | tail -1
     pack  # what is done so far comes back even if a later step meets the call's time limit
   fi
-  if [ -n "${PROBE_AXES:-}" ]; then
-    stamp "probe $PROBE_VARIANT over $PROBE_AXES"
+  while IFS='|' read -r v axes args; do
+    [ -n "$v" ] || continue
+    stamp "probe $v over $axes"
     # shellcheck disable=SC2086
-    PROBE_DIR=/tmp/gpu-session/probe timeout "${PROBE_S:-120}" scripts/probe_axis.sh "$PROBE_VARIANT" "$PROBE_AXES" \
-      $PROBE_ARGS --json "$work/probe.json" --markdown "$work/probe.md" > "$work/probe.log" 2>&1
-    echo "probe: exit $?"
-    tail -25 "$work/probe.log"
-  fi
+    PROBE_DIR=/tmp/gpu-session/probe-$v timeout "${PROBE_S:-120}" scripts/probe_axis.sh "$v" "$axes" \
+      $args --json "$work/probe-$v.json" --markdown "$work/probe-$v.md" > "$work/probe-$v.log" 2>&1 < /dev/null
+    echo "probe $v: exit $?"
+    tail -25 "$work/probe-$v.log"
+    pack
+  done <<< "$probes"
   if [ -z "${SKIP_MULTI:-}" ]; then
     stamp "multi-GPU check"
     OUT="$work/multi" timeout "${MULTI_S:-400}" scripts/multi_gpu_check.sh > "$work/multi-gpu.log" 2>&1

@@ -43,13 +43,21 @@ TC_SHAPES = [preset("deepseek-v3", t) for t in (64, 512, 4096)] + [preset("minic
     ) for s in parse_shapes(spec)]
 KERNEL_NAMES = [p.stem for p in discover.discover(REPO / "kernels")]
 KERNEL_DTYPES = {p.stem: discover.load_variant(p).dtypes for p in discover.discover(REPO / "kernels")}
-# Dispatch paths of cutlass_2gemm and tf32x3 (see their block comments) that the shapes above do not take.
+# Dispatch paths of cutlass_2gemm, tf32x3 and fused_tiled (see their block comments) that the shapes above do
+# not take.
 # cutlass_2gemm's others: DeepSeek-V3 at 1/64/512/4096 tokens in TC_SHAPES (stream-K latent with 1, 4, 16, 128
 # tiles; 64-row and 2x1-cluster up tiles), odd strides in SMALL (cuBLAS through torch).
-TENSOR_CORE_SHAPES = {
+PATH_SHAPES = {
     "cutlass_2gemm": [
         "b=3,s=43,d=136,rank=24,heads=3,head_dim=8",          # M = 129: first size past the 64-row up tiles
         "b=7,s=129,d=520,rank=72,heads=6,head_dim=40",        # partial tiles in M, N and K
+    ],
+    "fused_tiled": [  # CLUSTER (4 CTAs per row tile): every row-tile size, partial last tiles, partial octets
+        "b=1,s=3,d=64,rank=16,heads=2,head_dim=8",            # M = 3 < BM = 4 (bf16/fp16: rank % 32 -> DIRECT)
+        "b=5,s=77,d=96,rank=64,heads=3,head_dim=8",           # M = 385: BM 12, 33 clusters, last tile 1 row
+        "b=4,s=132,d=48,rank=16,heads=1,head_dim=8",          # M = 528: BM 16, output slice of one column quad
+        "b=1,s=7,d=12,rank=32,heads=2,head_dim=24",           # bf16/fp16 too (tensor cores decline d % 8)
+        "b=3,s=50,d=40,rank=32,heads=2,head_dim=16",          # M = 150: BM 8, every dtype (N % 256: no tensor cores)
     ],
     "tf32x3": [
         "b=2,s=2048,d=6001,rank=1099,heads=2,head_dim=13",    # tensor cores: odd K (scalar split), 2 rank slices
@@ -98,11 +106,11 @@ def test_variant_correct_everywhere(plan, name):
         assert {r.shape for r in rows if r.dtype == "float32"} == set(SHAPES), name
 
 
-@pytest.mark.parametrize("name", sorted(TENSOR_CORE_SHAPES))
-def test_tensor_core_variant_correct_on_each_dispatch_path(plan, name):
+@pytest.mark.parametrize("name", sorted(PATH_SHAPES))
+def test_variant_correct_on_each_dispatch_path(plan, name):
     target = next(t for t in plan.targets if t.name == name)
     settings = Settings(time=False, timing_so=plan.targets[0].so_path, timing_module=plan.targets[0].module_name)
-    shapes = [s for spec in TENSOR_CORE_SHAPES[name] for s in parse_shapes(spec)]
+    shapes = [s for spec in PATH_SHAPES[name] for s in parse_shapes(spec)]
     tasks = [Task(s, d) for s in shapes for d in target.dtypes]
     got = []
     runner.run_target(target, tasks, settings, got.append, row_timeout_s=300)
