@@ -30,9 +30,6 @@
  * turnstile: split s adds its 64 KB fp32 partial only after split s-1 did, a chain of L2 round trips after the
  * main loops. CUTLASS_G1_ATOMIC=1 (the default) lets the splits add their partials at once (atomic adds in the
  * workspace; the summation order is not fixed, so the latent can differ in its last bit between runs).
- * CUTLASS_PDL=1 (default) launches each GEMM as a programmatic dependent of the kernel before it
- * (kernels built with CUTLASS_ENABLE_GDC_FOR_SM90: they wait on griddepcontrol before their first global load),
- * so a GEMM's CTAs are resident and set up when the one before it ends.
  * TMA needs 16-byte aligned rows and bases: d, rank and N multiples of 8 and the tensors 16-byte aligned.
  * Anything else (e.g. head_dim 13, rank 1) runs torch's cuBLAS matmuls instead, writing into the output's
  * k and v views (row stride 2N) directly: correct everywhere, not fast.
@@ -41,12 +38,6 @@
 
 #ifndef CUTLASS_G1_ATOMIC
 #define CUTLASS_G1_ATOMIC 1
-#endif
-#ifndef CUTLASS_PDL
-#define CUTLASS_PDL 1
-#endif
-#if CUTLASS_PDL
-#define CUTLASS_ENABLE_GDC_FOR_SM90 1  // before any CUTLASS header: the kernels then wait on griddepcontrol
 #endif
 
 #include "kv_common.cuh"
@@ -134,7 +125,7 @@ Device hopper_device(int index) {
     return {index, info.sms};
 }
 
-// How one GEMM is launched: the stream-K reduction order (only the stream-K scheduler has one) and PDL.
+// How one GEMM is scheduled: its raster order and, for the stream-K scheduler, the reduction order.
 struct Launch {
     cutlass::gemm::kernel::detail::RasterOrderOptions raster;
     bool atomic_reduction;
@@ -185,8 +176,7 @@ void run_gemm(int M, int N, int K, const void* A, int64_t lda, const void* B, in
     TORCH_CHECK(gemm.initialize(args, workspace_bytes ? workspace.data_ptr() : nullptr, stream) ==
                     cutlass::Status::kSuccess,
                 "cutlass_2gemm: CUTLASS GEMM initialization failed");
-    TORCH_CHECK(gemm.run(stream, nullptr, /*launch_with_pdl=*/CUTLASS_PDL != 0) == cutlass::Status::kSuccess,
-                "cutlass_2gemm: CUTLASS GEMM launch failed");
+    TORCH_CHECK(gemm.run(stream) == cutlass::Status::kSuccess, "cutlass_2gemm: CUTLASS GEMM launch failed");
     C10_CUDA_KERNEL_LAUNCH_CHECK();
 }
 

@@ -76,7 +76,9 @@
 #include "mla_tc.cuh"
 
 #ifndef FUSED_CLUSTER
-#define FUSED_CLUSTER 1  // 0: small M goes to DIRECT as before the CLUSTER path (a probe axis)
+// 0: no CLUSTER path (small M goes to DIRECT); 1: CLUSTER with the shared memory it needs (several CTAs may share
+// an SM); 2: CLUSTER with more than half an SM's shared memory per CTA, so each CTA has an SM to itself
+#define FUSED_CLUSTER 2
 #endif
 
 namespace {
@@ -839,7 +841,8 @@ struct ClusterLauncher {
         cudaLaunchConfig_t cfg = {};
         cfg.gridDim = dim3(unsigned(cdiv(M, BM) * kClusterCtas));
         cfg.blockDim = dim3(NT);
-        cfg.dynamicSmemBytes = smem(D, R, N);
+        // FUSED_CLUSTER 2: more than half of the opt-in limit, so no two CTAs share an SM (its load path)
+        cfg.dynamicSmemBytes = FUSED_CLUSTER == 2 ? std::max(smem(D, R, N), size_t(optin) / 2 + 1) : smem(D, R, N);
         cfg.stream = stream;
         cudaLaunchAttribute attr[1];
         attr[0].id = cudaLaunchAttributeClusterDimension;
