@@ -44,7 +44,7 @@ TC_SHAPES = [preset("deepseek-v3", t) for t in (64, 512, 4096)] + [preset("minic
 KERNEL_NAMES = [p.stem for p in discover.discover(REPO / "kernels")]
 KERNEL_DTYPES = {p.stem: discover.load_variant(p).dtypes for p in discover.discover(REPO / "kernels")}
 # Dispatch paths of cutlass_2gemm, tf32x3 and fused_tiled (see their block comments) that the shapes above do
-# not take.
+# not take (on a 132-SM H200).
 # cutlass_2gemm's others: DeepSeek-V3 at 1/64/512/4096 tokens in TC_SHAPES (stream-K latent with 1, 4, 16, 128
 # tiles; 64-row and 2x1-cluster up tiles), odd strides in SMALL (cuBLAS through torch).
 PATH_SHAPES = {
@@ -52,12 +52,11 @@ PATH_SHAPES = {
         "b=3,s=43,d=136,rank=24,heads=3,head_dim=8",          # M = 129: first size past the 64-row up tiles
         "b=7,s=129,d=520,rank=72,heads=6,head_dim=40",        # partial tiles in M, N and K
     ],
-    "fused_tiled": [  # CLUSTER (4 CTAs per row tile): every row-tile size, partial last tiles, partial octets
-        "b=1,s=3,d=64,rank=16,heads=2,head_dim=8",            # M = 3 < BM = 4 (bf16/fp16: rank % 32 -> DIRECT)
-        "b=5,s=77,d=96,rank=64,heads=3,head_dim=8",           # M = 385: BM 12, 33 clusters, last tile 1 row
-        "b=4,s=132,d=48,rank=16,heads=1,head_dim=8",          # M = 528: BM 16, output slice of one column quad
+    "fused_tiled": [  # SIMT small-M path (DIRECT) at its edges: partial first tile, one block per SM, BM 8
+        "b=1,s=3,d=64,rank=16,heads=2,head_dim=8",            # M = 3 < BM = 4
+        "b=4,s=132,d=48,rank=16,heads=1,head_dim=8",          # M = 528: 132 blocks of 4 rows, a partial octet
+        "b=8,s=132,d=16,rank=16,heads=1,head_dim=8",          # M = 1056: 132 blocks of 8 rows (BM 4 would not fit)
         "b=1,s=7,d=12,rank=32,heads=2,head_dim=24",           # bf16/fp16 too (tensor cores decline d % 8)
-        "b=3,s=50,d=40,rank=32,heads=2,head_dim=16",          # M = 150: BM 8, every dtype (N % 256: no tensor cores)
     ],
     "tf32x3": [
         "b=2,s=2048,d=6001,rank=1099,heads=2,head_dim=13",    # tensor cores: odd K (scalar split), 2 rank slices
