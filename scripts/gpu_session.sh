@@ -3,7 +3,7 @@
 # written under /tmp/gpu-session/phase<N> and packed into $OUT/phase<N>.tgz (the device tool returns few files).
 #   PHASE=1: build every variant once with no GPU visible (later steps find the builds cached), a hang guard
 #            for two_stage_pp (its ping-pong consumers wait on each other's barriers), then the bf16/fp16 sweep
-#            and the float32 sweep (SKIP_FP32=1: not it), each spread over both GPUs.
+#            and the float32 sweep (SKIP_FP32=1: not it), each spread over every GPU the machine has.
 #   PHASE=profile: ncu on the (variant, shape, dtype) of PROFILE (after the build; counters need Firecracker).
 #   PHASE=2: the GPU tests (both GPUs visible: the multi-GPU tests need two), then the multi-GPU check
 #            (scripts/multi_gpu_check.sh). Builds again if the machine is a fresh one. SKIP_TESTS=1 or
@@ -82,11 +82,11 @@ if [ "$phase" = 1 ]; then
     variants=$(without_pingpong)
   fi
   tail -4 "$work/pingpong-check.log"
-  stamp "bf16/fp16 sweep on both GPUs"
-  sweep sweep-16bit bfloat16,float16 0,1
+  stamp "bf16/fp16 sweep on every GPU"
+  sweep sweep-16bit bfloat16,float16 all
   if [ -z "${SKIP_FP32:-}" ]; then
-    stamp "float32 sweep on both GPUs"
-    SWEEP_S=150 sweep sweep-fp32 float32 0,1
+    stamp "float32 sweep on every GPU"
+    SWEEP_S=150 sweep sweep-fp32 float32 all
   fi
 elif [ "$phase" = profile ]; then
   # ncu (counters need the Firecracker runtime; on gVisor it says so and the log shows it) on each
