@@ -423,14 +423,22 @@ fused_direct_kernel(const T* __restrict__ hidden, const T* __restrict__ w_down, 
             if (tid == 0) {
                 const uint32_t hb = uint32_t(rows * D / V) * 16, db = uint32_t(D * R / V) * 16,
                                ub = uint32_t(RN / V) * 16;
+                // Each weight in two pieces, from this block's rotation point to the end, then the start: the
+                // blocks do not all request the same L2 lines at the same moment (as the cp.async path).
+                const unsigned nb = gridDim.x, b = blockIdx.x;
+                const uint32_t rd = uint32_t(uint64_t(b) * (db / 16) / nb) * 16, ru = uint32_t(uint64_t(b) * (ub / 16) / nb) * 16;
+                auto rotated = [&](T* dst, const T* src, uint32_t bytes, uint32_t rot, uint64_t* bar) {
+                    char* const d8 = reinterpret_cast<char*>(dst);
+                    const char* const s8 = reinterpret_cast<const char*>(src);
+                    if (bytes > rot) bulk_copy_g2s(d8 + rot, s8 + rot, bytes - rot, bar);
+                    if (rot) bulk_copy_g2s(d8, s8, rot, bar);
+                };
                 hop::mbar_arrive_expect_tx(&bars[0], hb + db);  // group 0: hidden rows, w_down
                 if (hb) bulk_copy_g2s(hid_s, hsrc, hb, &bars[0]);
-                if (db) bulk_copy_g2s(wd_s, w_down, db, &bars[0]);
+                rotated(wd_s, w_down, db, rd, &bars[0]);
                 hop::mbar_arrive_expect_tx(&bars[1], 2 * ub);  // group 1: w_up_k, w_up_v
-                if (ub) {
-                    bulk_copy_g2s(wu_s, w_up_k, ub, &bars[1]);
-                    bulk_copy_g2s(wu_s + RN, w_up_v, ub, &bars[1]);
-                }
+                rotated(wu_s, w_up_k, ub, ru, &bars[1]);
+                rotated(wu_s + RN, w_up_v, ub, ru, &bars[1]);
             }
         } else {
             // rotation start = b * nv / gridDim (< nv); b * nv < 2^32: grid <= #SMs and nv <= smem / 16 (host)
