@@ -53,10 +53,8 @@
  * DIRECT (small-M, latency-optimal; grid = ceil(M/BM) blocks of NT=256 threads, <= 1 block per SM, one wave):
  *   Entry: every global load of the block is issued at once as 16-byte cp.async of flat contiguous ranges
  *   (hidden rows m0..m0+BM-1, all of w_down, all of w_up_k and w_up_v; each block starts its weight copies at
- *   a different offset), in two commit groups: {hidden, w_down} then {w_up}; in the sm_90a image instead four
- *   bulk copies (TMA engine, no tensor map) issued by thread 0 and completing on two mbarriers, so one SM has
- *   the whole 100 KB in flight at once (FUSED_DIRECT_BULK). Phase 1 starts when the first group has landed;
- *   w_up keeps arriving during phase 1. Three __syncthreads in all, no ring.
+ *   a different offset), in two commit groups: {hidden, w_down} then {w_up}. Phase 1 starts when the first
+ *   group has landed; w_up keeps arriving during phase 1. Three __syncthreads in all, no ring.
  *   Phase 1 (latent[BM, R] = hidden rows @ w_down, K = D): thread tid < KG1*R/4 owns latent columns
  *     4cq..4cq+3 (cq = tid % (R/4)) for all BM rows over the k-quads kq = kg, kg+KG1, ... (kg = tid / (R/4));
  *     per k-quad: BM hidden float4 reads (near-broadcast) + 4 w_down float4 reads, 16*BM FMA. KG1 = the fewest
@@ -72,10 +70,6 @@
 
 #include "kv_common.cuh"
 #include "mla_tc.cuh"
-
-#ifndef FUSED_DIRECT_BULK
-#define FUSED_DIRECT_BULK 1  // DIRECT's copies: 1 = bulk copies in the sm_90a image, 0 = 16-byte cp.async everywhere
-#endif
 
 namespace {
 
@@ -336,7 +330,7 @@ __host__ __device__ __forceinline__ size_t al16(size_t x) { return (x + 15) & ~s
 
 struct DirectLayout {
     int kg1;  // phase-1 k-groups: the fewest that reach the shortest k-quad loop (D/4 k-quads over <= NT/(R/4))
-    size_t wd, wu, red, lat, bars, total;
+    size_t wd, wu, red, lat, total;
     __host__ __device__ DirectLayout(int NT, int BM, int esize, int D, int R, int N) {
         int kmax = NT / (R / 4);  // >= 1: R/4 <= NT is checked on the host
         kmax = kmax < 32 ? kmax : 32;
@@ -346,22 +340,9 @@ struct DirectLayout {
         wu = wd + al16(size_t(D) * R * esize);
         red = wu + al16(size_t(2) * R * N * esize);
         lat = red + size_t(kg1) * BM * R * sizeof(float);
-        bars = lat + size_t(BM) * R * sizeof(float);  // 2 mbarriers of the bulk copies (sm_90a image)
-        total = bars + 2 * sizeof(uint64_t);
+        total = lat + size_t(BM) * R * sizeof(float);
     }
 };
-
-// One bulk copy (the TMA engine, no tensor map) of `bytes` (a multiple of 16, > 0) from global to shared memory,
-// completing on `bar`. sm_90a images only (the helpers of hopper.cuh are empty elsewhere).
-__device__ __forceinline__ void bulk_copy_g2s(void* dst, const void* src, uint32_t bytes, uint64_t* bar) {
-#if KV_SM90A
-    asm volatile(
-        "cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1], %2, [%3];\n" ::"r"(
-            hop::smem_u32(dst)),
-        "l"(src), "r"(bytes), "r"(hop::smem_u32(bar))
-        : "memory");
-#endif
-}
 
 // Copy the whole 16-byte vectors of g[0..n) -> s[0..n) (both 16-byte aligned) by cp.async, starting at vector
 // `rot` and wrapping (blocks start at different addresses, so they do not all hit the same L2 lines at once).
@@ -405,53 +386,20 @@ fused_direct_kernel(const T* __restrict__ hidden, const T* __restrict__ w_down, 
     const int N2 = 2 * N, RN = R * N;
     const int KG1 = L.kg1, Q1 = R >> 2, DQ = D >> 2, RQ = R >> 2, Q2 = N2 >> 2;
 
-    // ------------------------------------------------ all global loads at entry: 2 groups
-    // sm_90a image (FUSED_DIRECT_BULK): thread 0 issues four bulk copies (TMA engine: many bytes in flight per
-    // SM without one cp.async per 16 bytes), completing on two mbarriers; other images: 16-byte cp.async.
-    constexpr bool kBulk = FUSED_DIRECT_BULK && KV_SM90A;
-    uint64_t* const bars = reinterpret_cast<uint64_t*>(smem_raw + L.bars);
+    // ------------------------------------------------ all global loads at entry: 2 commit groups
     {
         constexpr int V = 16 / int(sizeof(T));
+        // rotation start = b * nv / gridDim (< nv); b * nv < 2^32: grid <= #SMs and nv <= smem / 16 (host)
+        const unsigned nb = gridDim.x, b = blockIdx.x;
+        const unsigned nvd = unsigned(D * R) / V, nvu = unsigned(RN) / V;
+        const int rot_d = int(b * nvd / nb), rot_u = int(b * nvu / nb);
         const T* const hsrc = hidden + int64_t(m0) * D;
-        if constexpr (kBulk) {
-            if (tid == 0) {
-                hop::mbar_init(&bars[0], 1);
-                hop::mbar_init(&bars[1], 1);
-                hop::fence_barrier_init();
-            }
-            __syncthreads();  // the barriers are initialized before anyone waits on them
-            if (tid == 0) {
-                const uint32_t hb = uint32_t(rows * D / V) * 16, db = uint32_t(D * R / V) * 16,
-                               ub = uint32_t(RN / V) * 16;
-                // Each weight in two pieces, from this block's rotation point to the end, then the start: the
-                // blocks do not all request the same L2 lines at the same moment (as the cp.async path).
-                const unsigned nb = gridDim.x, b = blockIdx.x;
-                const uint32_t rd = uint32_t(uint64_t(b) * (db / 16) / nb) * 16, ru = uint32_t(uint64_t(b) * (ub / 16) / nb) * 16;
-                auto rotated = [&](T* dst, const T* src, uint32_t bytes, uint32_t rot, uint64_t* bar) {
-                    char* const d8 = reinterpret_cast<char*>(dst);
-                    const char* const s8 = reinterpret_cast<const char*>(src);
-                    if (bytes > rot) bulk_copy_g2s(d8 + rot, s8 + rot, bytes - rot, bar);
-                    if (rot) bulk_copy_g2s(d8, s8, rot, bar);
-                };
-                hop::mbar_arrive_expect_tx(&bars[0], hb + db);  // group 0: hidden rows, w_down
-                if (hb) bulk_copy_g2s(hid_s, hsrc, hb, &bars[0]);
-                rotated(wd_s, w_down, db, rd, &bars[0]);
-                hop::mbar_arrive_expect_tx(&bars[1], 2 * ub);  // group 1: w_up_k, w_up_v
-                rotated(wu_s, w_up_k, ub, ru, &bars[1]);
-                rotated(wu_s + RN, w_up_v, ub, ru, &bars[1]);
-            }
-        } else {
-            // rotation start = b * nv / gridDim (< nv); b * nv < 2^32: grid <= #SMs and nv <= smem / 16 (host)
-            const unsigned nb = gridDim.x, b = blockIdx.x;
-            const unsigned nvd = unsigned(D * R) / V, nvu = unsigned(RN) / V;
-            const int rot_d = int(b * nvd / nb), rot_u = int(b * nvu / nb);
-            copy_flat_vec<T, NT>(hid_s, hsrc, rows * D, 0, tid);  // group 0: hidden rows, w_down
-            copy_flat_vec<T, NT>(wd_s, w_down, D * R, rot_d, tid);
-            cp_async_commit();
-            copy_flat_vec<T, NT>(wu_s, w_up_k, RN, rot_u, tid);  // group 1: w_up_k, w_up_v
-            copy_flat_vec<T, NT>(wu_s + RN, w_up_v, RN, rot_u, tid);
-            cp_async_commit();
-        }
+        copy_flat_vec<T, NT>(hid_s, hsrc, rows * D, 0, tid);  // group 0: hidden rows, w_down
+        copy_flat_vec<T, NT>(wd_s, w_down, D * R, rot_d, tid);
+        cp_async_commit();
+        copy_flat_vec<T, NT>(wu_s, w_up_k, RN, rot_u, tid);        // group 1: w_up_k, w_up_v
+        copy_flat_vec<T, NT>(wu_s + RN, w_up_v, RN, rot_u, tid);
+        cp_async_commit();
         // Tails (only 2-byte types: n % 8 == 4) and zero rows past M; plain stores, visible after the barrier.
         copy_flat_tail<T>(hid_s, hsrc, rows * D, tid);
         copy_flat_tail<T>(wd_s, w_down, D * R, tid);
@@ -459,11 +407,8 @@ fused_direct_kernel(const T* __restrict__ hidden, const T* __restrict__ w_down, 
         copy_flat_tail<T>(wu_s + RN, w_up_v, RN, tid);
         for (int e = rows * D + tid; e < BM * D; e += NT) hid_s[e] = from_f<T>(0.f);
     }
-    if constexpr (kBulk)
-        hop::mbar_wait(&bars[0], 0);  // hidden / w_down have landed
-    else
-        cp_async_wait<1>();  // this thread's hidden / w_down copies have landed
-    __syncthreads();         // ... and everyone's (and the tails)
+    cp_async_wait<1>();  // this thread's hidden / w_down copies have landed
+    __syncthreads();     // ... and everyone's
 
     // ------------------------------------------------ phase 1: partial latent sums
     // Thread tid < KG1*Q1 owns latent columns 4cq..4cq+3 for all BM rows over the k-quads kq = kg, kg+KG1, ...
@@ -513,11 +458,8 @@ fused_direct_kernel(const T* __restrict__ hidden, const T* __restrict__ w_down, 
             lat[e] = s;  // lat[r * R + j]
         }
     }
-    if constexpr (kBulk)
-        hop::mbar_wait(&bars[1], 0);  // w_up has landed
-    else
-        cp_async_wait<0>();  // this thread's w_up copies have landed
-    __syncthreads();         // ... and everyone's; latent complete
+    cp_async_wait<0>();  // this thread's w_up copies have landed
+    __syncthreads();     // ... and everyone's; latent complete
 
     // ------------------------------------------------ phase 2: out[BM, 2N] = latent @ [w_up_k | w_up_v]
     // Warp w takes column octets o = w, w + NT/32, ... (8 column quads = 32 output columns). Lane: cl = lane & 7
