@@ -55,7 +55,7 @@ PATH_SHAPES = {
     "fused_tiled": [  # SIMT small-M path (DIRECT) at its edges: partial first tile, one block per SM, BM 8
         "b=1,s=3,d=64,rank=16,heads=2,head_dim=8",            # M = 3 < BM = 4
         "b=4,s=132,d=48,rank=16,heads=1,head_dim=8",          # M = 528: 132 blocks of 4 rows, a partial octet
-        "b=8,s=132,d=16,rank=16,heads=1,head_dim=8",          # M = 1056: 132 blocks of 8 rows (BM 4 would not fit)
+        "b=8,s=132,d=16,rank=16,heads=1,head_dim=8",          # M = 1056: 132 blocks of 8 rows (BM 4: 264 > 132 SMs)
         "b=1,s=7,d=12,rank=32,heads=2,head_dim=24",           # bf16/fp16 too (tensor cores decline d % 8)
     ],
     "tf32x3": [
