@@ -70,6 +70,13 @@ def plan():
     return runner.plan(discover.discover(REPO / "kernels"), [])
 
 
+def built_target(plan, name: str):
+    """The plan's built target of this kernel; a failed build fails the test with the build's message."""
+    target = next((t for t in plan.targets if t.name == name), None)
+    assert target is not None, [r.message for r in plan.rows if r.variant == name][:1]
+    return target
+
+
 def check_in_parallel(target, tasks, settings, workers: int = CHECK_WORKERS) -> list:
     """Check-only rows of one target, its tasks dealt to `workers` worker processes at once. Nothing is timed,
     so they may share the GPU; a Triton variant's first call of each (shape, dtype) compiles and autotunes its
@@ -91,8 +98,7 @@ def check_in_parallel(target, tasks, settings, workers: int = CHECK_WORKERS) -> 
 def test_variant_correct_everywhere(plan, name):
     """Check-only rows of one kernel (one test per kernel, so the suite's durations say which one is slow):
     float32 on every shape, bf16/fp16 on a few plus the tensor-core paths."""
-    target = next((t for t in plan.targets if t.name == name), None)
-    assert target is not None, [r.message for r in plan.rows if r.variant == name][:1]  # its build failed
+    target = built_target(plan, name)
     settings = Settings(time=False, timing_so=plan.targets[0].so_path, timing_module=plan.targets[0].module_name)
     tasks = [Task(s, "float32") for s in SHAPES] + [Task(s, d) for s in SMALL + TC_SHAPES
                                                     for d in ("bfloat16", "float16")]
@@ -107,8 +113,7 @@ def test_variant_correct_everywhere(plan, name):
 
 @pytest.mark.parametrize("name", sorted(PATH_SHAPES))
 def test_variant_correct_on_each_dispatch_path(plan, name):
-    target = next((t for t in plan.targets if t.name == name), None)
-    assert target is not None, [r.message for r in plan.rows if r.variant == name][:1]  # its build failed
+    target = built_target(plan, name)
     settings = Settings(time=False, timing_so=plan.targets[0].so_path, timing_module=plan.targets[0].module_name)
     shapes = [s for spec in PATH_SHAPES[name] for s in parse_shapes(spec)]
     tasks = [Task(s, d) for s in shapes for d in target.dtypes]
@@ -127,7 +132,7 @@ def test_cutlass_2gemm_misaligned_inputs_fall_back(plan, dtype):
     from harness.check import TOLERANCES, error_stats
     from harness.problem import DTYPES, make_inputs, reference_float64
 
-    target = next(t for t in plan.targets if t.name == "cutlass_2gemm")
+    target = built_target(plan, "cutlass_2gemm")
     module = baselines.import_extension(target.so_path, target.module_name)
     (shape,) = parse_shapes("b=2,s=100,d=256,rank=64,heads=4,head_dim=32")
     inputs = make_inputs(shape, DTYPES[dtype], seed=5)
