@@ -50,22 +50,29 @@
  *   bf16 / fp16: operands stay in their dtype in shared memory and are widened to fp32 when read into
  *   registers; accumulation and the latent are fp32; conversion (round to nearest) at the store.
  *
- * DIRECT (small-M, latency-optimal; grid = ceil(M/BM) blocks of NT=256 threads, <= 1 block per SM, one wave):
+ * DIRECT (small-M, latency-optimal; grid = ceil(M/BM) blocks of NT = FUSED_DIRECT_NT threads (BM 8: at most 512),
+ *   <= 1 block per SM, one wave). Every index that takes a division (the k-group count, the reduction and phase-2
+ *   splits, the smem offsets, each block's copy rotation) is computed on the host (DirectArgs), so the prologue
+ *   every thread runs before its first copy is parameter loads and multiplies.
  *   Entry: every global load of the block is issued at once as 16-byte cp.async of flat contiguous ranges
  *   (hidden rows m0..m0+BM-1, all of w_down, all of w_up_k and w_up_v; each block starts its weight copies at
  *   a different offset), in two commit groups: {hidden, w_down} then {w_up}. Phase 1 starts when the first
- *   group has landed; w_up keeps arriving during phase 1. Three __syncthreads in all, no ring.
+ *   group has landed; w_up keeps arriving during phase 1. No ring.
  *   Phase 1 (latent[BM, R] = hidden rows @ w_down, K = D): thread tid < KG1*R/4 owns latent columns
  *     4cq..4cq+3 (cq = tid % (R/4)) for all BM rows over the k-quads kq = kg, kg+KG1, ... (kg = tid / (R/4));
  *     per k-quad: BM hidden float4 reads (near-broadcast) + 4 w_down float4 reads, 16*BM FMA. KG1 = the fewest
- *     k-groups giving the shortest loop (seed: 16 groups x 4 k-quads, 192 threads). Partials -> smem (fp32,
- *     KG1 x BM x R), barrier, one pass sums them in fixed order into the fp32 latent (deterministic).
- *   Phase 2 (out[BM, 2N] = latent @ [w_up_k | w_up_v], K = R): warp w takes column octets o = w, w+8, ...
- *     (32 output columns); lane = kg*8 + cl owns column quad o*8+cl over k-quads kq = kg, kg+4, ... for all
- *     BM rows (a quarter-warp reads 128 contiguous bytes of a w_up row: conflict-free; latent float4 reads are
+ *     k-groups giving the shortest loop, at most NT/8 (seed: 16 groups x 4 k-quads at 256 threads, 64 x 1 at
+ *     1024). Partials -> smem (fp32, KG1 x BM x R), barrier; P = 2^red_shift neighbouring lanes (as many as the
+ *     threads allow, <= 32) each sum every P-th partial of one latent element and combine by shuffles, in a fixed
+ *     order (deterministic).
+ *   Phase 2 (out[BM, 2N] = latent @ [w_up_k | w_up_v], K = R): items (column octet o of 32 output columns,
+ *     k-slice ks < KS2), KS2 = the warps per octet the block has to spare (<= R/16); warp w takes items w,
+ *     w + NT/32, ... Lane = kg*8 + cl owns column quad o*8+cl over k-quads kq = 4ks+kg, 4ks+kg+4*KS2, ... for
+ *     all BM rows (a quarter-warp reads 128 contiguous bytes of a w_up row: conflict-free; latent float4 reads are
  *     4 distinct addresses). The 4 k-lanes are summed by two __shfl_xor rounds (16, 8) that also split the rows,
- *     so lane kg ends holding rows kg*BM/4.. of its quad: float4 / 8-byte stores, 128 contiguous bytes per row
- *     per quarter-warp.
+ *     so lane kg ends holding rows kg*BM/4.. of its quad. KS2 == 1: float4 / 8-byte stores from there, 128
+ *     contiguous bytes per row per quarter-warp. KS2 > 1: the slices' partials go to smem (reusing the phase-1
+ *     partials' space), and after a barrier thread t sums float4 t, t + NT, ... of the tile and stores it.
  */
 
 #include "kv_common.cuh"
@@ -320,32 +327,61 @@ struct FusedLauncher {
 };
 
 // ================================================================ DIRECT: the small-M path
+// Threads per DIRECT block (256, 512 or 1024; BM 8 blocks take at most 512, so that their 8-row accumulators fit the
+// register budget of __launch_bounds__). A -D define picks it: scripts/probe_axis.sh measures one build per value.
+#ifndef FUSED_DIRECT_NT
+#define FUSED_DIRECT_NT 256
+#endif
+static_assert(FUSED_DIRECT_NT == 256 || FUSED_DIRECT_NT == 512 || FUSED_DIRECT_NT == 1024,
+              "FUSED_DIRECT_NT: 256, 512 or 1024");
+
 // Shared-memory layout (byte offsets, every region 16-byte aligned):
 //   [0, wd)      hidden rows of the block      BM x D        (dtype; rows >= M zero-filled)
 //   [wd, wu)     w_down                        D x R         (dtype, flat copy)
 //   [wu, red)    w_up_k then w_up_v            2 x (R x N)   (dtype, flat copies)
-//   [red, lat)   phase-1 partial sums          KG1 x BM x R  (fp32)
+//   [red, lat)   phase-1 partial sums          KG1 x BM x R  (fp32); phase 2's KS2 x BM x 2N partials reuse it
 //   [lat, total) latent                        BM x R        (fp32)
 __host__ __device__ __forceinline__ size_t al16(size_t x) { return (x + 15) & ~size_t(15); }
 
-struct DirectLayout {
-    int kg1;  // phase-1 k-groups: the fewest that reach the shortest k-quad loop (D/4 k-quads over <= NT/(R/4))
-    size_t wd, wu, red, lat, total;
-    __host__ __device__ DirectLayout(int NT, int BM, int esize, int D, int R, int N) {
-        int kmax = NT / (R / 4);  // >= 1: R/4 <= NT is checked on the host
-        kmax = kmax < 32 ? kmax : 32;
-        const int iters = cdiv(D / 4, kmax);  // D >= 4
-        kg1 = cdiv(D / 4, iters);             // <= kmax, <= D/4; seed: kmax 21 -> 4 iterations -> 16 groups
-        wd = al16(size_t(BM) * D * esize);
-        wu = wd + al16(size_t(D) * R * esize);
-        red = wu + al16(size_t(2) * R * N * esize);
-        lat = red + size_t(kg1) * BM * R * sizeof(float);
-        total = lat + size_t(BM) * R * sizeof(float);
-    }
+// Everything the block's index math needs that takes a division, computed once on the host: the kernel's prologue
+// (which every thread runs before its first copy can start) is then loads of kernel parameters and multiplies.
+struct DirectArgs {
+    int M, D, R, N;
+    int kg1;           // phase-1 k-groups: the fewest that reach the shortest k-quad loop
+    int red_shift;     // log2 of the threads that sum one latent element's KG1 partials (shuffle-combined)
+    int ks2;           // phase-2 k-slices: warps that share one column octet (partials summed through smem)
+    int rot_d, rot_u;  // per-block step of the weight copies' start vector (block b starts at b * step)
+    unsigned wd, wu, red, lat;
 };
 
+inline DirectArgs direct_args(int NT, int BM, int esize, int M, int D, int R, int N, size_t& total) {
+    DirectArgs a{};
+    a.M = M; a.D = D; a.R = R; a.N = N;
+    const int RQ = R / 4, Q2 = (2 * N) / 4, NW = NT / 32;
+    int kmax = NT / RQ;                      // >= 1: R/4 <= NT is checked by the caller
+    kmax = std::min(kmax, NT / 8);           // partials grow with KG1: at most NT/8 groups (32 at 256 threads)
+    const int iters = cdiv(D / 4, kmax);     // D >= 4
+    a.kg1 = cdiv(D / 4, iters);              // <= kmax, <= D/4; seed at 256: 21 -> 4 iterations -> 16 groups
+    const int BR = BM * R;
+    a.red_shift = 0;
+    while ((2 << a.red_shift) <= 32 && (2 << a.red_shift) * BR <= NT && (2 << a.red_shift) <= a.kg1) ++a.red_shift;
+    const int n_oct = cdiv(Q2, 8);
+    a.ks2 = std::max(1, std::min(NW / n_oct, cdiv(RQ, 4)));  // seed: 1 (256), 2 (512), 3 (1024)
+    const size_t red_floats = std::max(size_t(a.kg1) * BR, a.ks2 > 1 ? size_t(a.ks2) * BM * 2 * N : size_t(0));
+    a.wd = unsigned(al16(size_t(BM) * D * esize));
+    a.wu = unsigned(a.wd + al16(size_t(D) * R * esize));
+    a.red = unsigned(a.wu + al16(size_t(2) * R * N * esize));
+    a.lat = unsigned(a.red + al16(red_floats * sizeof(float)));
+    total = size_t(a.lat) + size_t(BM) * R * sizeof(float);
+    const int grid = cdiv(M, BM), V = 16 / esize;  // grid <= #SMs (caller)
+    a.rot_d = grid > 0 ? (D * R / V) / grid : 0;
+    a.rot_u = grid > 0 ? (R * N / V) / grid : 0;
+    return a;
+}
+
 // Copy the whole 16-byte vectors of g[0..n) -> s[0..n) (both 16-byte aligned) by cp.async, starting at vector
-// `rot` and wrapping (blocks start at different addresses, so they do not all hit the same L2 lines at once).
+// `rot` (< the vector count) and wrapping (blocks start at different addresses, so they do not all hit the same
+// L2 lines at once).
 template <typename T, int NT>
 __device__ __forceinline__ void copy_flat_vec(T* __restrict__ s, const T* __restrict__ g, int n, int rot, int tid) {
     constexpr int V = 16 / int(sizeof(T));
@@ -365,40 +401,37 @@ __device__ __forceinline__ void copy_flat_tail(T* __restrict__ s, const T* __res
     if (tid < n - n0) s[n0 + tid] = g[n0 + tid];
 }
 
-// Requirements (host): D % 4 == 0, R % 4 == 0, N % 4 == 0, R / 4 <= NT, all five pointers 16-byte aligned.
+// Requirements (host): D % 4 == 0, R % 4 == 0, N % 4 == 0, R / 4 <= NT, all five pointers 16-byte aligned,
+// ceil(M / BM) <= #SMs, and `a` from direct_args with the same NT and BM.
 template <typename T, int BM, int NT>
 __global__ void __launch_bounds__(NT, 1)
 fused_direct_kernel(const T* __restrict__ hidden, const T* __restrict__ w_down, const T* __restrict__ w_up_k,
-                    const T* __restrict__ w_up_v, T* __restrict__ out, int M, int D, int R, int N) {
+                    const T* __restrict__ w_up_v, T* __restrict__ out, const DirectArgs a) {
     static_assert(BM % 4 == 0 && BM >= 4, "phase 2 splits the BM rows over the 4 k-lanes of a column quad");
     static_assert(NT % 32 == 0, "whole warps");
     extern __shared__ __align__(16) unsigned char smem_raw[];
-    const DirectLayout L(NT, BM, int(sizeof(T)), D, R, N);
     T* const hid_s = reinterpret_cast<T*>(smem_raw);
-    T* const wd_s = reinterpret_cast<T*>(smem_raw + L.wd);
-    T* const wu_s = reinterpret_cast<T*>(smem_raw + L.wu);
-    float* const red = reinterpret_cast<float*>(smem_raw + L.red);
-    float* const lat = reinterpret_cast<float*>(smem_raw + L.lat);
+    T* const wd_s = reinterpret_cast<T*>(smem_raw + a.wd);
+    T* const wu_s = reinterpret_cast<T*>(smem_raw + a.wu);
+    float* const red = reinterpret_cast<float*>(smem_raw + a.red);
+    float* const lat = reinterpret_cast<float*>(smem_raw + a.lat);
 
+    const int M = a.M, D = a.D, R = a.R, N = a.N;
     const int tid = threadIdx.x;
     const int m0 = int(blockIdx.x) * BM;  // < M <= INT_MAX
     const int rows = min(BM, M - m0);
     const int N2 = 2 * N, RN = R * N;
-    const int KG1 = L.kg1, Q1 = R >> 2, DQ = D >> 2, RQ = R >> 2, Q2 = N2 >> 2;
+    const int KG1 = a.kg1, Q1 = R >> 2, DQ = D >> 2, RQ = R >> 2, Q2 = N2 >> 2;
 
     // ------------------------------------------------ all global loads at entry: 2 commit groups
     {
-        constexpr int V = 16 / int(sizeof(T));
-        // rotation start = b * nv / gridDim (< nv); b * nv < 2^32: grid <= #SMs and nv <= smem / 16 (host)
-        const unsigned nb = gridDim.x, b = blockIdx.x;
-        const unsigned nvd = unsigned(D * R) / V, nvu = unsigned(RN) / V;
-        const int rot_d = int(b * nvd / nb), rot_u = int(b * nvu / nb);
+        const int b = int(blockIdx.x);
         const T* const hsrc = hidden + int64_t(m0) * D;
         copy_flat_vec<T, NT>(hid_s, hsrc, rows * D, 0, tid);  // group 0: hidden rows, w_down
-        copy_flat_vec<T, NT>(wd_s, w_down, D * R, rot_d, tid);
+        copy_flat_vec<T, NT>(wd_s, w_down, D * R, b * a.rot_d, tid);
         cp_async_commit();
-        copy_flat_vec<T, NT>(wu_s, w_up_k, RN, rot_u, tid);        // group 1: w_up_k, w_up_v
-        copy_flat_vec<T, NT>(wu_s + RN, w_up_v, RN, rot_u, tid);
+        copy_flat_vec<T, NT>(wu_s, w_up_k, RN, b * a.rot_u, tid);  // group 1: w_up_k, w_up_v
+        copy_flat_vec<T, NT>(wu_s + RN, w_up_v, RN, b * a.rot_u, tid);
         cp_async_commit();
         // Tails (only 2-byte types: n % 8 == 4) and zero rows past M; plain stores, visible after the barrier.
         copy_flat_tail<T>(hid_s, hsrc, rows * D, tid);
@@ -448,32 +481,42 @@ fused_direct_kernel(const T* __restrict__ hidden, const T* __restrict__ w_down, 
         }
     }
     __syncthreads();  // all partials written
+    // The KG1 partials of latent element e: P = 2^red_shift neighbouring lanes sum every P-th partial, then two
+    // lanes at a time combine by shuffles (a fixed order: the latent is deterministic for a given NT).
     {
-        const int BR = BM * R;
+        const int BR = BM * R, P = 1 << a.red_shift, sub = tid & (P - 1);
 #pragma unroll 1
-        for (int e = tid; e < BR; e += NT) {
-            float s = red[e];
+        for (int base = 0; base < BR; base += NT >> a.red_shift) {  // block-uniform: every lane reaches the shuffles
+            const int e = base + (tid >> a.red_shift);
+            float s = 0.f;
+            if (e < BR) {
 #pragma unroll 4
-            for (int g = 1; g < KG1; ++g) s += red[g * BR + e];
-            lat[e] = s;  // lat[r * R + j]
+                for (int g = sub; g < KG1; g += P) s += red[g * BR + e];
+            }
+            for (int o = P >> 1; o > 0; o >>= 1) s += __shfl_xor_sync(0xffffffffu, s, o);
+            if (sub == 0 && e < BR) lat[e] = s;  // lat[r * R + j]
         }
     }
     cp_async_wait<0>();  // this thread's w_up copies have landed
-    __syncthreads();     // ... and everyone's; latent complete
+    __syncthreads();     // ... and everyone's; latent complete (red is free again)
 
     // ------------------------------------------------ phase 2: out[BM, 2N] = latent @ [w_up_k | w_up_v]
-    // Warp w takes column octets o = w, w + NT/32, ... (8 column quads = 32 output columns). Lane: cl = lane & 7
-    // (column quad o*8+cl), kg = lane >> 3 (k-quads kq = kg, kg+4, ...). The 4 k-lanes of a quad are summed by
-    // two shuffle rounds that also split the rows, so lane kg ends with rows kg*BM/4 .. kg*BM/4 + BM/4 - 1.
+    // Work items (column octet o, k-slice ks), o fastest; warp w takes items w, w + NT/32, ... An octet is 8 column
+    // quads = 32 output columns. Lane: cl = lane & 7 (column quad o*8+cl), kg = lane >> 3 (k-quads kq = 4ks+kg,
+    // 4ks+kg+4*KS2, ...). The 4 k-lanes of a quad are summed by two shuffle rounds that also split the rows, so lane
+    // kg ends with rows kg*BM/4 .. kg*BM/4 + BM/4 - 1. KS2 == 1: stored from there; else the KS2 slices' partials
+    // go to smem and, after a barrier, thread t sums float4 t, t + NT, ... of the BM x 2N tile and stores it.
     {
         const int lane = tid & 31, warp = tid >> 5;
         const int cl = lane & 7, kg = lane >> 3;
         const bool b4 = (lane & 16) != 0, b3 = (lane & 8) != 0;
         constexpr int H = BM / 2, H2 = BM / 4;
         const int rb = (b4 ? H : 0) + (b3 ? H2 : 0);
-        const int n_oct = (Q2 + 7) >> 3;
+        const int n_oct = (Q2 + 7) >> 3, KS2 = a.ks2;
+        const int items = n_oct * KS2;
 #pragma unroll 1
-        for (int o = warp; o < n_oct; o += NT / 32) {  // warp-uniform: every lane reaches the shuffles
+        for (int it = warp; it < items; it += NT / 32) {  // warp-uniform: every lane reaches the shuffles
+            const int ks = it / n_oct, o = it - ks * n_oct;
             const int cq = o * 8 + cl;
             const bool valid = cq < Q2;
             const int c = valid ? 4 * cq : 0;  // invalid lanes compute column 0 and store nothing
@@ -484,7 +527,7 @@ fused_direct_kernel(const T* __restrict__ hidden, const T* __restrict__ w_down, 
 #pragma unroll
                 for (int j = 0; j < 4; ++j) acc[r][j] = 0.f;
 #pragma unroll 1
-            for (int kq = kg; kq < RQ; kq += 4) {
+            for (int kq = 4 * ks + kg; kq < RQ; kq += 4 * KS2) {
                 float l[BM][4];
 #pragma unroll
                 for (int r = 0; r < BM; ++r) {
@@ -522,10 +565,33 @@ fused_direct_kernel(const T* __restrict__ hidden, const T* __restrict__ w_down, 
                     acc[r][j] = mine + __shfl_xor_sync(0xffffffffu, other, 8);
                 }
             if (valid) {
+                if (KS2 == 1) {
 #pragma unroll
-                for (int r = 0; r < H2; ++r)
-                    if (rb + r < rows)
-                        st4(out + int64_t(m0 + rb + r) * N2 + c, make_float4(acc[r][0], acc[r][1], acc[r][2], acc[r][3]));
+                    for (int r = 0; r < H2; ++r)
+                        if (rb + r < rows)
+                            st4(out + int64_t(m0 + rb + r) * N2 + c,
+                                make_float4(acc[r][0], acc[r][1], acc[r][2], acc[r][3]));
+                } else {
+#pragma unroll
+                    for (int r = 0; r < H2; ++r)  // every row, those past M too (zeros, never stored)
+                        *reinterpret_cast<float4*>(red + (ks * BM + rb + r) * N2 + c) =
+                            make_float4(acc[r][0], acc[r][1], acc[r][2], acc[r][3]);
+                }
+            }
+        }
+        if (KS2 > 1) {  // block-uniform
+            __syncthreads();
+            const float4* const part = reinterpret_cast<const float4*>(red);
+            const int plane = BM * Q2;  // float4s of one slice's BM x 2N partial; float4 e is row e / Q2
+            T* const orow = out + int64_t(m0) * N2;
+#pragma unroll 1
+            for (int e = tid; e < rows * Q2; e += NT) {
+                float4 s = part[e];
+                for (int k = 1; k < KS2; ++k) {
+                    const float4 t = part[k * plane + e];
+                    s.x += t.x; s.y += t.y; s.z += t.z; s.w += t.w;
+                }
+                st4(orow + 4 * e, s);
             }
         }
     }
@@ -533,7 +599,11 @@ fused_direct_kernel(const T* __restrict__ hidden, const T* __restrict__ w_down, 
 
 template <typename T, int BM, int NT>
 struct DirectLauncher {
-    static size_t smem(int D, int R, int N) { return DirectLayout(NT, BM, int(sizeof(T)), D, R, N).total; }
+    static size_t smem(int M, int D, int R, int N) {
+        size_t total = 0;
+        (void)direct_args(NT, BM, int(sizeof(T)), M, D, R, N, total);
+        return total;
+    }
 
     static void launch(const T* h, const T* wd, const T* wk, const T* wv, T* out, int M, int D, int R, int N,
                        int dev, int optin, cudaStream_t stream) {
@@ -545,8 +615,10 @@ struct DirectLauncher {
         } else if (dev >= 64) {
             C10_CUDA_CHECK(cudaFuncSetAttribute(kern, cudaFuncAttributeMaxDynamicSharedMemorySize, optin));
         }
+        size_t bytes = 0;
+        const DirectArgs a = direct_args(NT, BM, int(sizeof(T)), M, D, R, N, bytes);
         const unsigned grid = unsigned(cdiv(M, BM));
-        kern<<<grid, NT, smem(D, R, N), stream>>>(h, wd, wk, wv, out, M, D, R, N);
+        kern<<<grid, NT, bytes, stream>>>(h, wd, wk, wv, out, a);
         C10_CUDA_KERNEL_LAUNCH_CHECK();
     }
 };
@@ -557,8 +629,8 @@ void run_fused(const torch::Tensor& hidden, const torch::Tensor& w_down, const t
     using Large = FusedLauncher<T, 32, 512, 16, 8, 8, 1, 256, 4>;
     using Small = FusedLauncher<T, 4, 64, 64, 4, 4, 16, 256, 8>;
 
-    using Direct4 = DirectLauncher<T, 4, 256>;
-    using Direct8 = DirectLauncher<T, 8, 256>;
+    using Direct4 = DirectLauncher<T, 4, FUSED_DIRECT_NT>;
+    using Direct8 = DirectLauncher<T, 8, (FUSED_DIRECT_NT < 512 ? FUSED_DIRECT_NT : 512)>;
 
     const int dev = hidden.get_device();
     const DevInfo info = dev_info(dev);
@@ -582,11 +654,11 @@ void run_fused(const torch::Tensor& hidden, const torch::Tensor& w_down, const t
     const bool direct_shape = D % 4 == 0 && R % 4 == 0 && N % 4 == 0 && R / 4 <= 256 && aligned16(h) && aligned16(wd) &&
                               aligned16(wk) && aligned16(wv) && aligned16(o);
     if (direct_shape) {
-        if (cdiv(M, 4) <= sms && Direct4::smem(D, R, N) <= size_t(optin)) {
+        if (cdiv(M, 4) <= sms && Direct4::smem(M, D, R, N) <= size_t(optin)) {
             Direct4::launch(h, wd, wk, wv, o, M, D, R, N, dev, optin, stream);
             return;
         }
-        if (cdiv(M, 8) <= sms && Direct8::smem(D, R, N) <= size_t(optin)) {
+        if (cdiv(M, 8) <= sms && Direct8::smem(M, D, R, N) <= size_t(optin)) {
             Direct8::launch(h, wd, wk, wv, o, M, D, R, N, dev, optin, stream);
             return;
         }

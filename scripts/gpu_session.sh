@@ -11,6 +11,7 @@
 #            PROBE_VARIANT, PROBE_AXES and PROBE_ARGS add a scripts/probe_axis.sh run after the tests (its builds
 #            happen with the others); PROBES adds several, one per line, each "VARIANT|AXES|ARGS" (results in
 #            probe-VARIANT.{json,md,log}).
+# BUILD=0 skips the build-everything step (a call of probes or profiles only: each builds just what it runs).
 # A sweep cut by its time limit gets SIGINT: the harness keeps its finished rows (the file says complete: false).
 # The machine gets the tree without .git: pass KVBENCH_COMMIT=<sha>; CUTLASS headers travel as third_party/cutlass.
 #   KVBENCH_COMMIT=$(git rev-parse HEAD) PHASE=1 scripts/gpu_session.sh
@@ -71,8 +72,10 @@ build() {
 
 { nvidia-smi; nvidia-smi -q -d CLOCK,POWER; $py -c 'import torch, triton; print(torch.__version__, triton.__version__)'; nproc; } \
   > "$work/machine.txt" 2>&1
-stamp "build (phase $phase)"
-build
+if [ "${BUILD:-1}" = 1 ]; then
+  stamp "build (phase $phase)"
+  build
+fi
 if [ "$phase" = 1 ]; then
   stamp "two_stage_pp hang guard"
   if ! timeout 90 $py scripts/tc_check.py two_stage_pp bfloat16 deepseek-v3:4096 "b=2,s=2000,d=64,rank=16,heads=16,head_dim=128" \
