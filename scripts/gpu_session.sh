@@ -111,6 +111,7 @@ elif [ "$phase" = profile ]; then
     ncu --import "$name.ncu-rep" --csv --page source --print-source sass > "$name-sass.csv" 2>&1
     rm -f "$name.ncu-rep"
     $py scripts/ncu_summary.py "$name.csv" 2>&1 | tee "$name.summary"
+    $py scripts/ncu_hotspots.py "$name-sass.csv" 30 > "$name.hotspots" 2>&1
   done
 else
   if [ -z "${SKIP_TESTS:-}" ]; then
