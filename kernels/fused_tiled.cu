@@ -379,14 +379,6 @@ inline DirectArgs direct_args(int NT, int BM, int esize, int M, int D, int R, in
     return a;
 }
 
-// How DIRECT's copies walk the weights (a -D define; scripts/probe_axis.sh compares them): 0 = from each block's
-// rotation point, wrapping per vector; 1 = the same order as two straight runs, [rot, end) then [0, rot) (no
-// per-vector wrap test); 2 = every block from vector 0 (no rotation).
-#ifndef FUSED_DIRECT_COPY
-#define FUSED_DIRECT_COPY 0
-#endif
-static_assert(FUSED_DIRECT_COPY >= 0 && FUSED_DIRECT_COPY <= 2, "FUSED_DIRECT_COPY: 0, 1 or 2");
-
 // Copy the whole 16-byte vectors of g[0..n) -> s[0..n) (both 16-byte aligned) by cp.async, starting at vector
 // `rot` (< the vector count) and wrapping (blocks start at different addresses, so they do not all hit the same
 // L2 lines at once).
@@ -394,22 +386,12 @@ template <typename T, int NT>
 __device__ __forceinline__ void copy_flat_vec(T* __restrict__ s, const T* __restrict__ g, int n, int rot, int tid) {
     constexpr int V = 16 / int(sizeof(T));
     const int nv = n / V;
-#if FUSED_DIRECT_COPY == 0
 #pragma unroll 2
     for (int i = tid; i < nv; i += NT) {
         int v = i + rot;
         v = v >= nv ? v - nv : v;
         cp_async16(s + v * V, g + v * V, true);
     }
-#else
-#if FUSED_DIRECT_COPY == 2
-    rot = 0;
-#endif
-#pragma unroll 4
-    for (int v = rot + tid; v < nv; v += NT) cp_async16(s + v * V, g + v * V, true);
-#pragma unroll 4
-    for (int v = tid; v < rot; v += NT) cp_async16(s + v * V, g + v * V, true);
-#endif
 }
 // ... and the last n % V elements by plain loads (issued after all cp.async, so no copy waits behind them).
 template <typename T>
