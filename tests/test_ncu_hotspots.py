@@ -1,17 +1,12 @@
 """scripts/ncu_hotspots.py: the instructions holding a kernel's stall samples, from ncu's SASS source page."""
-import importlib.util
-from pathlib import Path
+import script_module
 
-SCRIPT = Path(__file__).resolve().parent.parent / "scripts" / "ncu_hotspots.py"
 HEADER = ('"Address","Source","Warp Stall Sampling (All Samples)","Warp Stall Sampling (Not-issued Samples)",'
           '"Instructions Executed","stall_barrier","stall_long_sb","stall_membar","stall_barrier (Not Issued)"')
 
 
 def _script():
-    spec = importlib.util.spec_from_file_location("ncu_hotspots", SCRIPT)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return script_module.load("ncu_hotspots")
 
 
 def _block(name, rows):

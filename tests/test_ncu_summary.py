@@ -1,20 +1,14 @@
 """scripts/ncu_summary.py: Nsight Compute's CSV details page read into one line per kernel."""
-import importlib.util
-from pathlib import Path
-
 import pytest
+import script_module
 
-SCRIPT = Path(__file__).resolve().parent.parent / "scripts" / "ncu_summary.py"
 HEADER = ('"ID","Process ID","Process Name","Host Name","Kernel Name","Context","Stream","Block Size","Grid Size",'
           '"Device","CC","Section Name","Metric Name","Metric Unit","Metric Value","Rule Name","Rule Type",'
           '"Rule Description"')
 
 
 def _script():
-    spec = importlib.util.spec_from_file_location("ncu_summary", SCRIPT)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return script_module.load("ncu_summary")
 
 
 def _row(kid, kernel, section, metric, unit, value, rule=""):

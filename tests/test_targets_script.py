@@ -1,20 +1,14 @@
 """scripts/targets.py reads issue 9's targets from result files: the verdicts follow the rows' GPU times, library
 designs do not count as hand-written, and a group's ratios never mix two files."""
-import importlib.util
 import json
-from pathlib import Path
 
 import pytest
-
-SCRIPT = Path(__file__).resolve().parent.parent / "scripts" / "targets.py"
+import script_module
 
 
 @pytest.fixture(scope="module")
 def targets():
-    spec = importlib.util.spec_from_file_location("targets", SCRIPT)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return script_module.load("targets")
 
 
 V3 = {"d": 7168, "rank": 512, "heads": 128, "head_dim": 128}
