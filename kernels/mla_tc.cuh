@@ -10,12 +10,6 @@
 
 #include <algorithm>
 
-// 1: the split-k / ready counters are released by one thread after a barrier (red.release / atom.acq_rel);
-// 0: every consumer thread runs __threadfence() around them (the form of before). A -D define picks it.
-#ifndef MLA_SPLIT_SYNC
-#define MLA_SPLIT_SYNC 1
-#endif
-
 /*
  * Tile BM x BN x BK = (128 or 64) x 256 x 64, or a GEMM1-only launch of 128 x 128 x 64 (twice the tiles of 128 x 256,
  * so prefill fills the SMs without a k-split) or 64 x 128 x 64 (twice those again, for prefill shapes whose 128 x 128
@@ -151,8 +145,8 @@ __device__ __forceinline__ int ld_acquire(const int* p) {
 }
 // The split-k and ready counters are published by ONE thread after a barrier of the threads whose stores it
 // publishes: a release at gpu scope is cumulative over what the barrier ordered before it (the pattern of CUTLASS's
-// generic barrier). Cheaper than a fence.sc.gpu (__threadfence) in every thread, which the profile found on the
-// decode critical path (MLA_SPLIT_SYNC=0 keeps that form for comparison).
+// generic barrier). Cheaper than a fence.sc.gpu (__threadfence) in every consumer thread, which the profile found on
+// the decode critical path (the form of before: b4afe6f's MLA_SPLIT_SYNC=0; results/NOTES.md has the probe).
 __device__ __forceinline__ void red_release(int* p, int v) {
     asm volatile("red.release.gpu.global.add.s32 [%0], %1;\n" ::"l"(p), "r"(v) : "memory");
 }
@@ -364,17 +358,8 @@ mla_tc_kernel(const __grid_constant__ CUtensorMap tm_hidden, const __grid_consta
                     store_latent2<T>(lat, p, row0 + 8, col, acc[4 * j + 2], acc[4 * j + 3]);
                 }
                 if (p.fused) {
-#if MLA_SPLIT_SYNC
                     hop::named_barrier(1, 256);  // both consumer warpgroups' latent stores, then one release
                     if (ct == 0) red_release(&p.ready[w.mt], 1);
-#else
-                    __threadfence();
-                    hop::named_barrier(1, 256);
-                    if (ct == 0) {
-                        __threadfence();
-                        atomicAdd(&p.ready[w.mt], 1);
-                    }
-#endif
                 }
             } else {
                 // ---- GEMM1 epilogue, split k: partial -> workspace; wait for the tile's S partials; reduce a slice
@@ -383,23 +368,12 @@ mla_tc_kernel(const __grid_constant__ CUtensorMap tm_hidden, const __grid_consta
 #pragma unroll
                 for (int j = 0; j < WN / 8; ++j)
                     __stcg(part + j * 256 + ct, make_float4(acc[4 * j], acc[4 * j + 1], acc[4 * j + 2], acc[4 * j + 3]));
-#if MLA_SPLIT_SYNC
                 hop::named_barrier(1, 256);  // this CTA's partial is stored (ordered before thread 0's release)
                 if (ct == 0) {
                     red_release(&p.split_cnt[tile], 1);
                     while (ld_acquire(&p.split_cnt[tile]) < p.splits) __nanosleep(64);
                 }
                 hop::named_barrier(1, 256);  // thread 0 acquired every split's partial: the whole CTA may read them
-#else
-                __threadfence();
-                hop::named_barrier(1, 256);
-                if (ct == 0) {
-                    atomicAdd(&p.split_cnt[tile], 1);
-                    while (ld_acquire(&p.split_cnt[tile]) < p.splits) __nanosleep(64);
-                }
-                hop::named_barrier(1, 256);
-                __threadfence();
-#endif
                 const float4* tp = p.ws + size_t(tile) * p.splits * PART_F4;
                 const int e0 = int((long long)w.ks * PART_F4 / p.splits);
                 const int e1 = int((long long)(w.ks + 1) * PART_F4 / p.splits);
@@ -448,7 +422,6 @@ mla_tc_kernel(const __grid_constant__ CUtensorMap tm_hidden, const __grid_consta
                         store_elem(e0 + ct, sum);
                     }
                 }
-#if MLA_SPLIT_SYNC
                 hop::named_barrier(1, 256);  // this CTA's latent slice is stored
                 if (ct == 0) {
                     // acq_rel: the last arrival acquires every slice's release before publishing the row tile
@@ -458,20 +431,6 @@ mla_tc_kernel(const __grid_constant__ CUtensorMap tm_hidden, const __grid_consta
                         if (p.fused) red_release(&p.ready[w.mt], 1);
                     }
                 }
-#else
-                __threadfence();
-                hop::named_barrier(1, 256);
-                if (ct == 0) {
-                    const int old = atomicAdd(&p.split_cnt[tile], 1);
-                    if (old == 2 * p.splits - 1) {  // every slice of the tile is stored
-                        p.split_cnt[tile] = 0;
-                        if (p.fused) {
-                            __threadfence();
-                            atomicAdd(&p.ready[w.mt], 1);
-                        }
-                    }
-                }
-#endif
             }
         }
         if (t == 0) hop::tma_store_wait<0>();  // the last stores complete before the CTA exits
