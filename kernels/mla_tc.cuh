@@ -95,7 +95,7 @@ struct Params {
     int fused;        // GEMM2 units wait for ready[mt] == n_nt1; GEMM1 tiles bump it
     int prefetch2;    // fused: before its first GEMM2 unit a producer prefetches all its GEMM2 B tiles into L2
     int pdl_wait;     // GEMM2 producer waits for the previous grid (programmatic dependent launch)
-    int prefetch_w2;  // two_stage's GEMM1 launch: its producers also prefetch all of GEMM2's B boxes into L2
+    int prefetch_w2;  // two_stage's GEMM1 launch: its producers also prefetch GEMM2's first B boxes into L2 (count)
     float4* ws;       // GEMM1 partials: [tile][split][PART_F4]
     int* split_cnt;   // per GEMM1 tile (n_mt * n_nt1), self-resetting
     int* ready;       // per row tile, self-resetting (fused)
@@ -175,13 +175,14 @@ __device__ __forceinline__ void store_latent2(T* lat, const Params& p, int row, 
         *reinterpret_cast<uint32_t*>(lat + size_t(row) * p.R + col) = kv::pack2<T>(a, b);
 }
 
-// two_stage's GEMM1 launch (prefetch_w2): this CTA's share of GEMM2's B boxes ([w_up_k | w_up_v], 64 x 64 each)
-// -> L2, k-step-major so the boxes GEMM2 reads first are asked for first. At decode GEMM1 is latency-bound (a few
-// k-steps per split, then the split-k round trip) and leaves DRAM mostly idle; w_up, which GEMM2 streams once, can
-// use that time. Fire and forget: nothing waits for a prefetch.
+// two_stage's GEMM1 launch (prefetch_w2): this CTA's share of GEMM2's first p.prefetch_w2 B boxes ([w_up_k |
+// w_up_v], 64 x 64 each, in k-step-major order: the ones GEMM2 reads first) -> L2. At decode GEMM1 is latency-bound
+// (a few k-steps per split, then the split-k round trip) and leaves DRAM mostly idle; w_up, which GEMM2 streams
+// once, can use that time. Capped: all of DeepSeek-V3's w_up (33.5 MB) made the call slower (results/NOTES.md).
+// Fire and forget: nothing waits for a prefetch.
 __device__ __forceinline__ void prefetch_w2_share(const Params& p, const CUtensorMap* wk, const CUtensorMap* wv) {
     const int cols = 2 * p.N / 64;  // 64-wide boxes across both halves (N % 256 == 0)
-    const int total = cols * p.ksteps2;
+    const int total = min(cols * p.ksteps2, p.prefetch_w2);
     for (int i = blockIdx.x; i < total; i += gridDim.x) {
         const int k = i / cols, x = (i - k * cols) * 64;
         if (x < p.N)
