@@ -95,7 +95,6 @@ struct Params {
     int fused;        // GEMM2 units wait for ready[mt] == n_nt1; GEMM1 tiles bump it
     int prefetch2;    // fused: before its first GEMM2 unit a producer prefetches all its GEMM2 B tiles into L2
     int pdl_wait;     // GEMM2 producer waits for the previous grid (programmatic dependent launch)
-    int prefetch_w2;  // two_stage's GEMM1 launch: its producers also prefetch GEMM2's first B boxes into L2 (count)
     float4* ws;       // GEMM1 partials: [tile][split][PART_F4]
     int* split_cnt;   // per GEMM1 tile (n_mt * n_nt1), self-resetting
     int* ready;       // per row tile, self-resetting (fused)
@@ -173,23 +172,6 @@ template <typename T>
 __device__ __forceinline__ void store_latent2(T* lat, const Params& p, int row, int col, float a, float b) {
     if (row < p.M && col < p.R)
         *reinterpret_cast<uint32_t*>(lat + size_t(row) * p.R + col) = kv::pack2<T>(a, b);
-}
-
-// two_stage's GEMM1 launch (prefetch_w2): this CTA's share of GEMM2's first p.prefetch_w2 B boxes ([w_up_k |
-// w_up_v], 64 x 64 each, in k-step-major order: the ones GEMM2 reads first) -> L2. At decode GEMM1 is latency-bound
-// (a few k-steps per split, then the split-k round trip) and leaves DRAM mostly idle; w_up, which GEMM2 streams
-// once, can use that time. Capped: all of DeepSeek-V3's w_up (33.5 MB) made the call slower (results/NOTES.md).
-// Fire and forget: nothing waits for a prefetch.
-__device__ __forceinline__ void prefetch_w2_share(const Params& p, const CUtensorMap* wk, const CUtensorMap* wv) {
-    const int cols = 2 * p.N / 64;  // 64-wide boxes across both halves (N % 256 == 0)
-    const int total = min(cols * p.ksteps2, p.prefetch_w2);
-    for (int i = blockIdx.x; i < total; i += gridDim.x) {
-        const int k = i / cols, x = (i - k * cols) * 64;
-        if (x < p.N)
-            hop::tma_prefetch_2d(wk, x, k * BK);
-        else
-            hop::tma_prefetch_2d(wv, x - p.N, k * BK);
-    }
 }
 
 template <typename T, int BM_, int BN_ = BN>
@@ -297,13 +279,8 @@ mla_tc_kernel(const __grid_constant__ CUtensorMap tm_hidden, const __grid_consta
                             hop::tma_load_2d(bs + b * B_BOX_BYTES, tb, bx + 64 * b, k * BK, &full[s]);
                     }
                     hop::tma_load_2d(smem + C::SMEM_A + s * A_BYTES, ta, k * BK, w.mt * BM, &full[s]);
-                    if (p.prefetch_w2 && !prefetched && it + 1 >= STAGES) {  // behind GEMM1's first stages
-                        prefetch_w2_share(p, &tm_wk, &tm_wv);
-                        prefetched = true;
-                    }
                 }
             }
-            if (p.prefetch_w2 && !prefetched) prefetch_w2_share(p, &tm_wk, &tm_wv);
         }
     } else {
         // ------------------------------------------------------------ consumers

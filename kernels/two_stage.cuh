@@ -28,12 +28,6 @@ static_assert(MLA_GEMM1_BN == 128 || MLA_GEMM1_BN == 256, "GEMM1 tile width: 128
 #define MLA_GEMM1_BM64 1
 #endif
 static_assert(MLA_GEMM1_BM64 == 0 || MLA_GEMM1_BM64 == 1, "MLA_GEMM1_BM64: 0 or 1");
-// At decode (M <= 128), GEMM1's producers also prefetch the first MLA_PREFETCH_W2_MB megabytes of w_up (in the order
-// GEMM2 reads it) into L2 (mla_tc.cuh's prefetch_w2_share), so GEMM2 finds them there. 0: no prefetch. A -D define
-// overrides it (scripts/probe_axis.sh). All of w_up, at 64 and at 512 tokens, was slower (results/NOTES.md).
-#ifndef MLA_PREFETCH_W2_MB
-#define MLA_PREFETCH_W2_MB 0
-#endif
 
 namespace {
 
@@ -276,7 +270,6 @@ void launch_two_stage_tc(const torch::Tensor& hidden, const torch::Tensor& w_dow
     mla::Params p1 = p;
     p1.first = 0;
     p1.last = p.units1;
-    if (BM == 64) p1.prefetch_w2 = MLA_PREFETCH_W2_MB * (1 << 20) / mla::B_BOX_BYTES;
     mla::launch<T, BM1, BN1>(maps, p1, std::min(p.units1, sms), false, stream);
     if constexpr (PINGPONG && BM == 128) {
         const mla_pp::Params q = mla_pp::make_params(M, R, N);
