@@ -7,6 +7,7 @@ measures a variant (blocked events, L2 flushed before each call, or not with --h
   grid+smem         ... with S bytes of dynamic shared memory
   copy              ... each block copies W shared bytes (weights) + H bytes of its own (rows) into shared memory
   copy+store        ... and writes O bytes of output
+With --cluster C the grid is launched in clusters of C blocks as well, each ending on a cluster barrier.
 
 The defaults are fused_tiled DIRECT's at the seed in float32 (96 blocks of 256 threads, 115.5 KB of shared memory,
 w_down + w_up = 96 KB, 4 rows of 1 KB in and 4 of 1 KB out per block).
@@ -24,17 +25,20 @@ sys.path.insert(0, str(ROOT))
 
 SOURCE = Path(__file__).resolve().with_suffix(".cu")
 DECLS = ("void floor_launch(torch::Tensor weights, torch::Tensor rows, torch::Tensor out, int64_t grid, "
-         "int64_t threads, int64_t smem_bytes, int64_t w_bytes, int64_t h_bytes, int64_t o_bytes, int64_t stage);\n")
+         "int64_t threads, int64_t smem_bytes, int64_t w_bytes, int64_t h_bytes, int64_t o_bytes, int64_t stage, "
+         "int64_t cluster);\n")
 
 
-def cases(grid: int, threads: int, smem: int, w: int, h: int, o: int) -> list[tuple[str, tuple]]:
+def cases(grid: int, threads: int, smem: int, w: int, h: int, o: int, cluster: int = 1) -> list[tuple[str, tuple]]:
     """(name, floor_launch arguments after the tensors) of each synthetic case, cheapest first; the empty-kernel
-    row is added by the caller."""
-    return [
-        (f"grid {grid}x{threads}", (grid, threads, 0, 0, 0, 0, 0)),
-        (f"grid+smem {smem} B", (grid, threads, smem, 0, 0, 0, 0)),
-        (f"copy {w}+{h} B", (grid, threads, smem, w, h, 0, 1)),
-        (f"copy+store {o} B", (grid, threads, smem, w, h, o, 2)),
+    row is added by the caller. With cluster > 1 the plain grid comes first, then the same grid in clusters."""
+    c = f" cluster {cluster}" if cluster > 1 else ""
+    plain = [(f"grid {grid}x{threads}", (grid, threads, 0, 0, 0, 0, 0, 1))] if cluster > 1 else []
+    return plain + [
+        (f"grid {grid}x{threads}{c}", (grid, threads, 0, 0, 0, 0, 0, cluster)),
+        (f"grid+smem {smem} B{c}", (grid, threads, smem, 0, 0, 0, 0, cluster)),
+        (f"copy {w}+{h} B{c}", (grid, threads, smem, w, h, 0, 1, cluster)),
+        (f"copy+store {o} B{c}", (grid, threads, smem, w, h, o, 2, cluster)),
     ]
 
 
@@ -46,6 +50,7 @@ def parse(argv: list[str]) -> argparse.Namespace:
     ap.add_argument("--weights", type=int, default=98304, help="bytes every block copies (shared by all)")
     ap.add_argument("--rows", type=int, default=4096, help="bytes each block copies of its own")
     ap.add_argument("--out", type=int, default=4096, help="bytes each block writes")
+    ap.add_argument("--cluster", type=int, default=1, help="blocks per cluster (1: a plain launch)")
     ap.add_argument("--variant", help="a kernels/ variant to time in the same run, at --shape and --dtype")
     ap.add_argument("--shape", default="seed")
     ap.add_argument("--dtype", default="float32")
@@ -57,6 +62,8 @@ def parse(argv: list[str]) -> argparse.Namespace:
             ap.error(f"--{name} must be a multiple of 16 bytes")
     if args.weights + args.rows > args.smem:
         ap.error("--weights + --rows must fit in --smem")
+    if args.cluster < 1 or args.grid % args.cluster:
+        ap.error("--grid must be a multiple of --cluster")
     return args
 
 
@@ -90,7 +97,7 @@ def main(argv: list[str]) -> int:
     rows = torch.randn(max(args.grid * args.rows // 4, 4), **f32)
     out = torch.empty(max(args.grid * args.out // 4, 4), **f32)
     calls = [("empty 1x1", helper.empty_launch)]
-    for name, a in cases(args.grid, args.threads, args.smem, args.weights, args.rows, args.out):
+    for name, a in cases(args.grid, args.threads, args.smem, args.weights, args.rows, args.out, args.cluster):
         calls.append((name, lambda a=a: floor.floor_launch(weights, rows, out, *a)))
     if spec is not None:
         module = baselines.import_extension(built[spec.name].so_path, built[spec.name].module_name)
