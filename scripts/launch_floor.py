@@ -71,7 +71,7 @@ def main(argv: list[str]) -> int:
     args = parse(argv)
     import torch
 
-    from harness import baselines, build, discover, runner, stats, timing
+    from harness import baselines, build, discover, env, runner, stats, timing
     from harness.problem import DTYPES, make_inputs
     from harness.shapes import parse_shapes
 
@@ -121,8 +121,9 @@ def main(argv: list[str]) -> int:
         kind.close()
     print(render(results))
     if args.json:
-        Path(args.json).write_text(json.dumps({"device": torch.cuda.get_device_name(), "torch": torch.__version__,
-                                               "args": vars(args), "results": results}, indent=1))
+        Path(args.json).write_text(json.dumps({"env": env.describe(), "method": "blocked events; cold: L2 flush "
+                                               "(read) before each call; hot: none", "args": vars(args),
+                                               "results": results}, indent=1))
     return 0
 
 
