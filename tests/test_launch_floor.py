@@ -60,3 +60,17 @@ def test_its_kernels_build(lf, tmp_path):
     result = build.build_all([src], cache_root=tmp_path)["launch_floor"]
     assert result.ok, result.message
     assert any("floor_kernel" in k.name and k.spill_stores == 0 for k in result.resources)
+
+
+@pytest.mark.gpu
+def test_it_measures_every_case_on_the_gpu(lf, tmp_path):
+    """End to end on a GPU (no speed is asserted): every case, cold and hot, has samples, in a file that says
+    where and on what it ran."""
+    out = tmp_path / "floor.json"
+    assert lf.main(["--grid", "8", "--cluster", "2", "--budget", "0.05", "--json", str(out)]) == 0
+    data = __import__("json").loads(out.read_text())
+    assert data["env"]["gpu"] and "commit" in data["env"] and "driver" in data["env"]
+    cases = ["empty 1x1"] + [n for n, _ in lf.cases(8, 256, 118232, 98304, 4096, 4096, cluster=2)]
+    got = {(r["case"], r["mode"]): r for r in data["results"]}
+    assert set(got) == {(c, m) for c in cases for m in ("cold", "hot")}
+    assert all(r["n"] > 0 and r["median_us"] > 0 for r in got.values())
