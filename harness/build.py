@@ -4,6 +4,7 @@ from __future__ import annotations
 import concurrent.futures
 import contextlib
 import dataclasses
+import fcntl
 import hashlib
 import logging
 import os
@@ -178,10 +179,41 @@ def first_error_lines(text: str, limit: int = 6) -> str:
     return "\n".join(picked)
 
 
+TORCH_LOCK = "lock"            # load_inline's own lock file in the build folder
+BUILD_LOCK = "harness.lock"    # ours: an flock, which the kernel releases when its holder dies
+
+
+def torch_waits_on_lock_file() -> bool:
+    """Whether this torch's load_inline guards a build folder with FileBaton, a file whose mere existence makes
+    every later build wait forever when a build was killed (pytorch#189245; torch 2.11 is one). Newer torch holds
+    an flock on the same file instead (pytorch#190543), which leaves the file behind harmlessly."""
+    from torch.utils import cpp_extension
+
+    return hasattr(cpp_extension, "FileBaton")
+
+
+@contextlib.contextmanager
+def exclusive_build_dir(build_dir: Path):
+    """One builder of a build folder at a time, across processes, and no wait on a dead one.
+
+    Ours is an flock: while we hold it no other harness process is building here, so with a torch that waits on
+    the `lock` file, a `lock` found then was left by a killed build (Ctrl-C twice, a timeout's SIGKILL) and is
+    removed: otherwise every later build of that extension hangs."""
+    build_dir.mkdir(parents=True, exist_ok=True)
+    fd = os.open(build_dir / BUILD_LOCK, os.O_RDWR | os.O_CREAT, 0o644)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        stale = build_dir / TORCH_LOCK
+        if stale.exists() and torch_waits_on_lock_file():
+            log.warning("%s: removing the lock file an interrupted build left", build_dir.name)
+            stale.unlink(missing_ok=True)
+        yield
+    finally:
+        os.close(fd)  # closing the descriptor releases the flock
+
+
 def build_one(src: ExtensionSource, cache_root: Path = DEFAULT_CACHE) -> BuildResult:
     """Compile, link and import one extension; a failure becomes a BuildResult, never an exception."""
-    from torch.utils.cpp_extension import load_inline
-
     archs = arch_flags()
     try:
         libraries = resolve_libraries(src)
@@ -189,6 +221,14 @@ def build_one(src: ExtensionSource, cache_root: Path = DEFAULT_CACHE) -> BuildRe
         return BuildResult(src.name, ok=False, message=str(exc))
     module_name = f"{src.name}_{build_key(src, archs, libraries)}"
     build_dir = Path(cache_root) / module_name
+    with exclusive_build_dir(build_dir):  # a concurrent builder of the same folder finishes first: then cached
+        return _build_locked(src, archs, libraries, module_name, build_dir)
+
+
+def _build_locked(src: ExtensionSource, archs: tuple[str, ...], libraries, module_name: str,
+                  build_dir: Path) -> BuildResult:
+    from torch.utils.cpp_extension import load_inline
+
     cached_so = next(iter(sorted(build_dir.glob(f"{module_name}*.so"))), None)
     if cached_so is not None:
         # The key covers every input (source, shared headers, flags, archs, torch, libraries), so the cached
@@ -203,7 +243,6 @@ def build_one(src: ExtensionSource, cache_root: Path = DEFAULT_CACHE) -> BuildRe
             return BuildResult(src.name, ok=True, cached=True, so_path=module.__file__, module_name=module_name,
                                seconds=time.perf_counter() - start, log_path=str(build_dir / "build.log"),
                                resources=resources.read_build(build_dir, module.__file__))
-    build_dir.mkdir(parents=True, exist_ok=True)
     includes, lib_dirs = wheel_cuda_dirs()
     cuda_home = os.environ.get("CUDA_HOME", "")
     lib_dirs = lib_dirs + [p for p in (Path(cuda_home, "lib64"),) if cuda_home and p.is_dir()]
