@@ -115,6 +115,17 @@ def parse_shapes(spec: str, tokens: int | list[int] = DEFAULT_TOKENS) -> list[Sh
     return list(dict.fromkeys(shapes))
 
 
+def parse_one(spec: str) -> Shape:
+    """One shape, as the scripts take it: a preset ('seed', 'deepseek-v3' at the default tokens), a preset at a
+    token count ('deepseek-v3:64') or an explicit shape ('b=1,s=1,d=256,rank=48,heads=4,head_dim=32')."""
+    name, sep, tokens = spec.partition(":")
+    if sep and "=" not in spec:
+        if not tokens.strip().isdigit() or int(tokens) < 1:
+            raise UsageError(f"shape '{spec}': '{tokens}' is not a positive token count")
+        return preset(name.strip(), int(tokens))
+    return parse_shapes(spec)[0]
+
+
 def parse_dtypes(spec: str) -> list[str]:
     names = [n.strip() for n in spec.split(",") if n.strip()]
     for n in names:

@@ -1,5 +1,5 @@
 """What a small kernel's time above the empty-kernel floor is made of: device time, measured as the harness
-measures a variant (blocked events, L2 flushed before each call, or not with --hot too), of synthetic kernels
+measures a variant (blocked events; "cold": the L2 flushed before each call, "hot": not), of synthetic kernels
 (scripts/launch_floor.cu) that add one cost at a time, and optionally of a real variant in the same run:
 
   empty 1x1         the harness's empty-kernel row (one block of one thread)
@@ -73,7 +73,7 @@ def main(argv: list[str]) -> int:
 
     from harness import baselines, build, discover, env, runner, stats, timing
     from harness.problem import DTYPES, make_inputs
-    from harness.shapes import parse_shapes
+    from harness.shapes import parse_one
 
     if not torch.cuda.is_available():
         print("launch_floor: no CUDA device", file=sys.stderr)
@@ -101,8 +101,7 @@ def main(argv: list[str]) -> int:
         calls.append((name, lambda a=a: floor.floor_launch(weights, rows, out, *a)))
     if spec is not None:
         module = baselines.import_extension(built[spec.name].so_path, built[spec.name].module_name)
-        preset, _, tokens = args.shape.partition(":")
-        shape = parse_shapes(preset, int(tokens))[0] if tokens else parse_shapes(args.shape)[0]
+        shape = parse_one(args.shape)
         inputs = make_inputs(shape, DTYPES[args.dtype], seed=0).tensors()
         calls.append((f"{args.variant} {args.shape} {args.dtype}",
                       lambda: module.forward(*inputs, shape.heads)))

@@ -13,7 +13,7 @@ import torch
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from harness import baselines, build, discover, runner  # noqa: E402
 from harness.problem import DTYPES, make_inputs  # noqa: E402
-from harness.shapes import parse_shapes  # noqa: E402
+from harness.shapes import parse_one  # noqa: E402
 
 
 def main(name: str, shape_spec: str, dtype: str, calls: str = "5") -> None:
@@ -22,8 +22,7 @@ def main(name: str, shape_spec: str, dtype: str, calls: str = "5") -> None:
     if not built.ok:
         sys.exit(built.message)
     module = baselines.import_extension(built.so_path, built.module_name)
-    preset_name, _, tokens = shape_spec.partition(":")
-    shape = parse_shapes(preset_name, int(tokens))[0] if tokens else parse_shapes(shape_spec)[0]
+    shape = parse_one(shape_spec)
     inputs = make_inputs(shape, DTYPES[dtype], seed=0)
     # one call outside the profiled range: input generation and first-call set-up (workspace, counters) stay out
     # of a profiler started with --profile-from-start off

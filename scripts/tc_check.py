@@ -12,7 +12,7 @@ import torch
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from harness import baselines, build, discover, runner  # noqa: E402
 from harness.problem import DTYPES, KVDecompress, make_inputs  # noqa: E402
-from harness.shapes import parse_shapes, preset  # noqa: E402
+from harness.shapes import parse_one  # noqa: E402
 
 def cold_us(fn, reps=20):
     """Median device time of fn() after reading a 2x-L2 buffer; a spin kernel holds the stream while the host
@@ -34,13 +34,6 @@ def cold_us(fn, reps=20):
 
 
 TOL = {"bfloat16": 1e-2, "float16": 2e-3, "float32": 2e-5}
-
-
-def shape_of(text):
-    if ":" in text:
-        name, tokens = text.split(":")
-        return preset(name, int(tokens))
-    return parse_shapes(text)[0]
 
 
 def where_wrong(out, ref, shape):
@@ -75,7 +68,7 @@ def main(names, dtypes, shapes):
             continue
         mod = baselines.import_extension(b.so_path, b.module_name)
         for text in shapes:
-            shape = shape_of(text)
+            shape = parse_one(text)
             for dt in dtypes.split(","):
                 inp = make_inputs(shape, DTYPES[dt], seed=1)
                 ref = KVDecompress(shape.heads, shape.head_dim)(*(t.double() for t in inp.tensors()))
