@@ -60,6 +60,8 @@ build() {
   { $py run_bench.py new scaffolded --kernels "$scaffold" && CUDA_VISIBLE_DEVICES= timeout 300 $py run_bench.py \
       --kernels "$scaffold" --variant all --shape seed --json "$work/build-scaffold.json"; } \
     > "$work/build-scaffold.log" 2>&1 &
+  # scripts/launch_floor.py's kernels (its GPU test then finds them cached); without a GPU it exits 3 once built
+  CUDA_VISIBLE_DEVICES= timeout 300 $py scripts/launch_floor.py > "$work/build-launch-floor.log" 2>&1 &
   local v axes args
   while IFS='|' read -r v axes args; do  # each probe's builds (one per axis value) with the others
     [ -n "$v" ] || continue
