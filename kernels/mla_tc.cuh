@@ -36,6 +36,9 @@
  *     CTA per SM), then split ks sums its 1/S slice of the tile over the S partials and stores those latent
  *     elements; the last of the 2S arrivals resets the counter (self-resetting: a CUDA-graph replay starts from
  *     zero again) and, when fused, bumps ready[mt].
+ * mcast (two_stage's GEMM2 launch at BM 128, row tiles even): clusters of 2 CTAs; CTA c (rank c % 2) runs the
+ *   units of row tiles of its parity, so the pair works on (mt, mt + 1) of one column tile at a time; rank r issues
+ *   B boxes 2r, 2r + 1 of each stage multicast to both; empty barriers count 4 (both CTAs' consumer warpgroups).
  * Unit order: GEMM1 units first (ks fastest), then GEMM2 units in groups of `group_mt` row tiles, row tile
  *   fastest inside a group (M-major: the CTAs working at one time share a few w_up column tiles in L2).
  *   CTA c runs units first + c, first + c + grid, ...; producer and consumers walk the same list.
@@ -95,6 +98,7 @@ struct Params {
     int fused;        // GEMM2 units wait for ready[mt] == n_nt1; GEMM1 tiles bump it
     int prefetch2;    // fused: before its first GEMM2 unit a producer prefetches all its GEMM2 B tiles into L2
     int pdl_wait;     // GEMM2 producer waits for the previous grid (programmatic dependent launch)
+    int mcast;        // GEMM2-only launch in 2-CTA clusters: the pair's row tiles mt, mt + 1 share each B box
     float4* ws;       // GEMM1 partials: [tile][split][PART_F4]
     int* split_cnt;   // per GEMM1 tile (n_mt * n_nt1), self-resetting
     int* ready;       // per row tile, self-resetting (fused)
@@ -195,11 +199,14 @@ mla_tc_kernel(const __grid_constant__ CUtensorMap tm_hidden, const __grid_consta
     if (tid == 0) {
         for (int s = 0; s < STAGES; ++s) {
             hop::mbar_init(&full[s], 1);
-            hop::mbar_init(&empty[s], 2);
+            hop::mbar_init(&empty[s], p.mcast ? 4 : 2);  // mcast: the peer's consumers free the stage too
         }
         hop::fence_barrier_init();
     }
     __syncthreads();
+    // mcast: the peer's barriers are initialised before any multicast or remote arrival reaches them
+    if (p.mcast) hop::cluster_sync();
+    const uint32_t rank = p.mcast ? hop::cluster_ctarank() : 0;
     if (p.first == 0 && p.units1 > 0 && !p.fused) pdl_launch_dependents();  // two_stage: let GEMM2 launch early
 
     if (wg == 0) {
@@ -213,6 +220,18 @@ mla_tc_kernel(const __grid_constant__ CUtensorMap tm_hidden, const __grid_consta
             hop::prefetch_tmap(&tm_wv);
             bool waited = false, prefetched = false;
             int it = 0;  // k-steps issued by this CTA so far (stage = it % STAGES)
+            // Stage s's B boxes of k-step k. mcast: this CTA issues half of them (boxes 2 rank, 2 rank + 1), each
+            // landing in both CTAs of the pair; its full barrier counts the peer's half as well (A + B bytes).
+            auto load_b = [&](int s, const CUtensorMap* tb, int bx, int k) {
+                unsigned char* bs = smem + C::SMEM_B + s * B_BYTES;
+#pragma unroll
+                for (int b = 0; b < TBN / 64; ++b) {
+                    if (!p.mcast)
+                        hop::tma_load_2d(bs + b * B_BOX_BYTES, tb, bx + 64 * b, k * BK, &full[s]);
+                    else if ((b * 2) / (TBN / 64) == int(rank))
+                        hop::tma_load_2d_multicast(bs + b * B_BOX_BYTES, tb, bx + 64 * b, k * BK, &full[s], 0x3);
+                }
+            };
             for (int u = p.first + blockIdx.x; u < p.last; u += gridDim.x) {
                 const Unit w = decode_unit(u, p);
                 if constexpr (!C::GEMM2) {
@@ -248,10 +267,7 @@ mla_tc_kernel(const __grid_constant__ CUtensorMap tm_hidden, const __grid_consta
                             const int s = (it + j) % STAGES;
                             hop::mbar_wait(&empty[s], (((it + j) / STAGES) & 1) ^ 1);
                             hop::mbar_arrive_expect_tx(&full[s], A_BYTES + B_BYTES);
-                            unsigned char* bs = smem + C::SMEM_B + s * B_BYTES;
-#pragma unroll
-                            for (int b = 0; b < TBN / 64; ++b)
-                                hop::tma_load_2d(bs + b * B_BOX_BYTES, tb, bx + 64 * b, (k0 + j) * BK, &full[s]);
+                            load_b(s, tb, bx, k0 + j);
                         }
                     }
                     if (p.pdl_wait && !waited) {
@@ -273,10 +289,7 @@ mla_tc_kernel(const __grid_constant__ CUtensorMap tm_hidden, const __grid_consta
                     if (k - k0 >= pre) {
                         hop::mbar_wait(&empty[s], ((it / STAGES) & 1) ^ 1);
                         hop::mbar_arrive_expect_tx(&full[s], A_BYTES + B_BYTES);
-                        unsigned char* bs = smem + C::SMEM_B + s * B_BYTES;
-#pragma unroll
-                        for (int b = 0; b < TBN / 64; ++b)
-                            hop::tma_load_2d(bs + b * B_BOX_BYTES, tb, bx + 64 * b, k * BK, &full[s]);
+                        load_b(s, tb, bx, k);
                     }
                     hop::tma_load_2d(smem + C::SMEM_A + s * A_BYTES, ta, k * BK, w.mt * BM, &full[s]);
                 }
@@ -297,6 +310,12 @@ mla_tc_kernel(const __grid_constant__ CUtensorMap tm_hidden, const __grid_consta
         T* const lat = reinterpret_cast<T*>(p.latent);
         float acc[WN / 2];
         int it = 0;
+        // A stage read by this warpgroup's wgmmas is free again (mcast: in the peer's count too, whose multicast
+        // writes this CTA's copy of the stage).
+        auto release = [&](int s) {
+            hop::mbar_arrive(&empty[s]);
+            if (p.mcast) hop::mbar_arrive_cluster(&empty[s], rank ^ 1u);
+        };
         for (int u = p.first + blockIdx.x; u < p.last; u += gridDim.x) {
             const Unit w = decode_unit(u, p);
             int k0, k1;
@@ -320,12 +339,12 @@ mla_tc_kernel(const __grid_constant__ CUtensorMap tm_hidden, const __grid_consta
                 hop::fence_acc(acc);
                 hop::wgmma_wait<1>();
                 hop::fence_acc(acc);
-                if (prev >= 0 && t == 0) hop::mbar_arrive(&empty[prev]);
+                if (prev >= 0 && t == 0) release(prev);
                 prev = s;
             }
             hop::wgmma_wait<0>();
             hop::fence_acc(acc);
-            if (prev >= 0 && t == 0) hop::mbar_arrive(&empty[prev]);
+            if (prev >= 0 && t == 0) release(prev);
             const int row0 = w.mt * BM + wrow + r_in;  // fragment rows row0 and row0 + 8
             const int col0 = w.nt * TBN + wcol + 2 * q;  // fragment columns col0 + 8j, + 1
 
@@ -434,6 +453,10 @@ mla_tc_kernel(const __grid_constant__ CUtensorMap tm_hidden, const __grid_consta
             }
         }
         if (t == 0) hop::tma_store_wait<0>();  // the last stores complete before the CTA exits
+    }
+    if (p.mcast) {  // no CTA exits while its peer may still arrive on its barriers
+        __syncwarp();
+        hop::cluster_sync();
     }
 #endif
 }
@@ -561,7 +584,8 @@ static inline void set_smem_attr(int dev) {
     }
 }
 
-// Launch units [first, last) on `grid` CTAs; pdl: launched as a programmatic dependent of the previous kernel.
+// Launch units [first, last) on `grid` CTAs; pdl: launched as a programmatic dependent of the previous kernel;
+// p.mcast: in clusters of 2 CTAs (grid even).
 template <typename T, int BM, int BN_ = BN>
 inline void launch(const Maps& m, const Params& p, int grid, bool pdl, cudaStream_t stream) {
     cudaLaunchConfig_t cfg = {};
@@ -569,12 +593,46 @@ inline void launch(const Maps& m, const Params& p, int grid, bool pdl, cudaStrea
     cfg.blockDim = dim3(THREADS);
     cfg.dynamicSmemBytes = Cfg<BM, BN_>::SMEM_ALLOC;
     cfg.stream = stream;
-    cudaLaunchAttribute attr[1];
-    attr[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
-    attr[0].val.programmaticStreamSerializationAllowed = 1;
+    cudaLaunchAttribute attr[2];
+    int n = 0;
+    if (pdl) {
+        attr[n].id = cudaLaunchAttributeProgrammaticStreamSerialization;
+        attr[n++].val.programmaticStreamSerializationAllowed = 1;
+    }
+    if (p.mcast) {
+        attr[n].id = cudaLaunchAttributeClusterDimension;
+        attr[n].val.clusterDim.x = 2;
+        attr[n].val.clusterDim.y = 1;
+        attr[n++].val.clusterDim.z = 1;
+    }
     cfg.attrs = attr;
-    cfg.numAttrs = pdl ? 1 : 0;
+    cfg.numAttrs = n;
     C10_CUDA_CHECK(cudaLaunchKernelEx(&cfg, mla_tc_kernel<T, BM, BN_>, m.hidden, m.wdown, m.latent, m.wk, m.wv, m.out, p));
+}
+
+// CTAs of a GEMM2-only launch in 2-CTA clusters (p.mcast): one wave of clusters, at most one CTA per unit; 0 when
+// no cluster of this kernel fits (then: no multicast). The pairing needs an even grid and an even count of row tiles
+// (the pair's units are (mt, nt) and (mt + 1, nt): M-major order, units in pairs from the first GEMM2 unit).
+template <typename T, int BM>
+inline int mcast_grid(const Params& p, int sms) {
+    if (p.n_mt % 2 != 0 || p.group_mt % 2 != 0 || p.first != p.units1 || p.last != p.units1 + p.units2) return 0;
+    cudaLaunchConfig_t cfg = {};
+    cfg.gridDim = dim3(unsigned(sms & ~1));
+    cfg.blockDim = dim3(THREADS);
+    cfg.dynamicSmemBytes = Cfg<BM>::SMEM_ALLOC;
+    cudaLaunchAttribute attr[1];
+    attr[0].id = cudaLaunchAttributeClusterDimension;
+    attr[0].val.clusterDim.x = 2;
+    attr[0].val.clusterDim.y = 1;
+    attr[0].val.clusterDim.z = 1;
+    cfg.attrs = attr;
+    cfg.numAttrs = 1;
+    int clusters = 0;
+    if (cudaOccupancyMaxActiveClusters(&clusters, mla_tc_kernel<T, BM, BN>, &cfg) != cudaSuccess) {
+        (void)cudaGetLastError();  // clear the error: the caller launches without clusters
+        return 0;
+    }
+    return std::min(2 * clusters, p.units2 & ~1);
 }
 
 }  // namespace mla
