@@ -13,8 +13,8 @@
 /*
  * Tile BM x BN x BK = (128 or 64) x 256 x 64, or a GEMM1-only launch of 128 x 128 x 64 (twice the tiles of 128 x 256,
  * so prefill fills the SMs without a k-split) or 64 x 128 x 64 (twice those again, for prefill shapes whose 128 x 128
- * tiles leave half the SMs idle); STAGES shared-memory stages (3 for 128 x 256, 4 for 64 x 256, 6 for 128 x 128,
- * 8 for 64 x 128: the 128-wide tiles keep 192 KB of operands in flight per SM) of
+ * tiles leave half the SMs idle); STAGES shared-memory stages (MLA_PREFILL_STAGES = 3 or 4 for 128 x 256, 4 for
+ * 64 x 256, 6 for 128 x 128, 8 for 64 x 128: the 128-wide tiles keep 192 KB of operands in flight per SM) of
  *   A: one TMA box 64 k x BM rows (128-byte swizzle, K-major): hidden (GEMM1) or latent (GEMM2)
  *   B: BN / 64 TMA boxes 64 n x 64 k (8 KB each, 128-byte swizzle, N-major), from w_down (GEMM1), or from w_up_k
  *      when the tile's first column is < N and from w_up_v otherwise (GEMM2; N % 256 == 0 so a tile never straddles).
@@ -48,6 +48,14 @@
  *   w_up streams from DRAM while GEMM1 runs.
  */
 
+// Shared-memory stages of the 128 x 256 tile: 3 with each consumer warpgroup staging its whole 64 x 256 output
+// (32 KB) at once, or 4 with a 64 x 128 staging buffer filled and TMA-stored twice per tile (the 48 KB a 4th stage
+// needs is the 32 KB the halved staging frees plus the 16 KB left under the 227 KB limit).
+#ifndef MLA_PREFILL_STAGES
+#define MLA_PREFILL_STAGES 3
+#endif
+static_assert(MLA_PREFILL_STAGES == 3 || MLA_PREFILL_STAGES == 4, "MLA_PREFILL_STAGES: 3 or 4");
+
 namespace mla {
 
 constexpr int BN = 256, BK = 64;  // BN: the GEMM2 tile's width (and GEMM1's, but for the 128-wide launches)
@@ -66,11 +74,13 @@ struct Cfg {
     static constexpr int MWG = BM / 64;              // consumer warpgroups along M
     static constexpr int WN = TBN / (2 / MWG);        // columns per consumer warpgroup: 256, 128 or 64
     // 64 x 128: 24 KB a stage, so 8 stages hold the 192 KB in flight of 128 x 128's 6 (9 would not fit in 227 KB).
-    static constexpr int STAGES = TBN == 128 ? (BM == 128 ? 6 : 8) : BM == 128 ? 3 : 4;
+    static constexpr int STAGES = TBN == 128 ? (BM == 128 ? 6 : 8) : BM == 128 ? MLA_PREFILL_STAGES : 4;
     static constexpr int A_BYTES = BM * BK * 2;
     static constexpr int B_BYTES = (TBN / 64) * B_BOX_BYTES;  // 32 KB or 16 KB
     // One warpgroup's staging: (WN / 64) boxes of 64 x 64 (GEMM2); GEMM1 uses the two as split-k scratch (<= 4 KB).
-    static constexpr int C_WG_BYTES = 64 * WN * 2;
+    static constexpr int C_PASSES = (BM == 128 && TBN == 256 && STAGES == 4) ? 2 : 1;  // epilogue store passes
+    static constexpr int C_WG_BYTES = 64 * (WN / C_PASSES) * 2;
+    static constexpr int C_BOXES = WN / 64 / C_PASSES;  // 64 x 64 boxes staged per pass
     static constexpr int SMEM_A = 0;
     static constexpr int SMEM_B = SMEM_A + STAGES * A_BYTES;
     static constexpr int SMEM_C = SMEM_B + STAGES * B_BYTES;
@@ -99,6 +109,7 @@ struct Params {
     int prefetch2;    // fused: before its first GEMM2 unit a producer prefetches all its GEMM2 B tiles into L2
     int pdl_wait;     // GEMM2 producer waits for the previous grid (programmatic dependent launch)
     int mcast;        // GEMM2-only launch in 2-CTA clusters: the pair's row tiles mt, mt + 1 share each B box
+                      // (1); 2: the same clusters and pairing, each CTA loading its own B boxes (a probe's control)
     float4* ws;       // GEMM1 partials: [tile][split][PART_F4]
     int* split_cnt;   // per GEMM1 tile (n_mt * n_nt1), self-resetting
     int* ready;       // per row tile, self-resetting (fused)
@@ -199,7 +210,7 @@ mla_tc_kernel(const __grid_constant__ CUtensorMap tm_hidden, const __grid_consta
     if (tid == 0) {
         for (int s = 0; s < STAGES; ++s) {
             hop::mbar_init(&full[s], 1);
-            hop::mbar_init(&empty[s], p.mcast ? 4 : 2);  // mcast: the peer's consumers free the stage too
+            hop::mbar_init(&empty[s], p.mcast == 1 ? 4 : 2);  // mcast: the peer's consumers free the stage too
         }
         hop::fence_barrier_init();
     }
@@ -226,7 +237,7 @@ mla_tc_kernel(const __grid_constant__ CUtensorMap tm_hidden, const __grid_consta
                 unsigned char* bs = smem + C::SMEM_B + s * B_BYTES;
 #pragma unroll
                 for (int b = 0; b < TBN / 64; ++b) {
-                    if (!p.mcast)
+                    if (p.mcast != 1)
                         hop::tma_load_2d(bs + b * B_BOX_BYTES, tb, bx + 64 * b, k * BK, &full[s]);
                     else if ((b * 2) / (TBN / 64) == int(rank))
                         hop::tma_load_2d_multicast(bs + b * B_BOX_BYTES, tb, bx + 64 * b, k * BK, &full[s], 0x3);
@@ -314,7 +325,7 @@ mla_tc_kernel(const __grid_constant__ CUtensorMap tm_hidden, const __grid_consta
         // writes this CTA's copy of the stage).
         auto release = [&](int s) {
             hop::mbar_arrive(&empty[s]);
-            if (p.mcast) hop::mbar_arrive_cluster(&empty[s], rank ^ 1u);
+            if (p.mcast == 1) hop::mbar_arrive_cluster(&empty[s], rank ^ 1u);
         };
         for (int u = p.first + blockIdx.x; u < p.last; u += gridDim.x) {
             const Unit w = decode_unit(u, p);
@@ -349,24 +360,31 @@ mla_tc_kernel(const __grid_constant__ CUtensorMap tm_hidden, const __grid_consta
             const int col0 = w.nt * TBN + wcol + 2 * q;  // fragment columns col0 + 8j, + 1
 
             if (w.gemm == 2) {
-                // ---- GEMM2 epilogue: staging (4 boxes of 64 rows x 64 columns, 128-byte swizzle) -> TMA store
-                if (t == 0) hop::tma_store_wait_read<0>();  // the previous tile's store has read the buffer
-                hop::named_barrier(2 + cw, 128);
+                // ---- GEMM2 epilogue: staging (C_BOXES boxes of 64 rows x 64 columns, 128-byte swizzle) -> TMA
+                // store, in C_PASSES passes over the warpgroup's WN / 64 boxes
 #pragma unroll
-                for (int j = 0; j < WN / 8; ++j) {
-                    const int box = j >> 3, chunk = j & 7;
-                    const int r = r_in;  // (r_in + 8) & 7 == r_in & 7: one swizzle for both rows
-                    unsigned char* base = cstage + box * (64 * 128) + ((chunk ^ (r & 7)) << 4) + 4 * q;
-                    *reinterpret_cast<uint32_t*>(base + r * 128) = kv::pack2<T>(acc[4 * j], acc[4 * j + 1]);
-                    *reinterpret_cast<uint32_t*>(base + (r + 8) * 128) = kv::pack2<T>(acc[4 * j + 2], acc[4 * j + 3]);
-                }
-                hop::fence_proxy_async_smem();
-                hop::named_barrier(2 + cw, 128);
-                if (t == 0) {
+                for (int pass = 0; pass < C::C_PASSES; ++pass) {
+                    if (t == 0) hop::tma_store_wait_read<0>();  // the previous store has read the buffer
+                    hop::named_barrier(2 + cw, 128);
 #pragma unroll
-                    for (int b = 0; b < WN / 64; ++b)
-                        hop::tma_store_2d(&tm_out, cstage + b * (64 * 128), w.nt * BN + wcol + 64 * b, w.mt * BM + wrow);
-                    hop::tma_store_commit();
+                    for (int jj = 0; jj < 8 * C::C_BOXES; ++jj) {
+                        const int j = pass * 8 * C::C_BOXES + jj;
+                        const int box = jj >> 3, chunk = j & 7;
+                        const int r = r_in;  // (r_in + 8) & 7 == r_in & 7: one swizzle for both rows
+                        unsigned char* base = cstage + box * (64 * 128) + ((chunk ^ (r & 7)) << 4) + 4 * q;
+                        *reinterpret_cast<uint32_t*>(base + r * 128) = kv::pack2<T>(acc[4 * j], acc[4 * j + 1]);
+                        *reinterpret_cast<uint32_t*>(base + (r + 8) * 128) =
+                            kv::pack2<T>(acc[4 * j + 2], acc[4 * j + 3]);
+                    }
+                    hop::fence_proxy_async_smem();
+                    hop::named_barrier(2 + cw, 128);
+                    if (t == 0) {
+#pragma unroll
+                        for (int b = 0; b < C::C_BOXES; ++b)
+                            hop::tma_store_2d(&tm_out, cstage + b * (64 * 128),
+                                              w.nt * BN + wcol + 64 * (pass * C::C_BOXES + b), w.mt * BM + wrow);
+                        hop::tma_store_commit();
+                    }
                 }
             } else if (p.splits == 1) {
                 // ---- GEMM1 epilogue, whole K: latent straight from the fragments

@@ -34,7 +34,8 @@ static_assert(MLA_GEMM1_BM64 == 0 || MLA_GEMM1_BM64 == 1, "MLA_GEMM1_BM64: 0 or 
 #ifndef MLA_G2_MULTICAST
 #define MLA_G2_MULTICAST 1
 #endif
-static_assert(MLA_G2_MULTICAST == 0 || MLA_G2_MULTICAST == 1, "MLA_G2_MULTICAST: 0 or 1");
+// 2: the clusters and the pairing without the multicast (a control: what the cluster launch alone costs).
+static_assert(MLA_G2_MULTICAST >= 0 && MLA_G2_MULTICAST <= 2, "MLA_G2_MULTICAST: 0, 1 or 2");
 
 namespace {
 
@@ -290,10 +291,10 @@ void launch_two_stage_tc(const torch::Tensor& hidden, const torch::Tensor& w_dow
         p2.last = q2.units1 + q2.units2;
         p2.pdl_wait = 1;
         int grid = std::min(q2.units2, sms);
-        if constexpr (BM == 128 && MLA_G2_MULTICAST == 1) {  // prefill: B boxes shared by the pair (L2 reads / 2)
+        if constexpr (BM == 128 && MLA_G2_MULTICAST != 0) {  // prefill: B boxes shared by the pair (L2 reads / 2)
             const int g = mla::mcast_grid<T, BM>(p2, sms);
             if (g >= 2) {
-                p2.mcast = 1;
+                p2.mcast = MLA_G2_MULTICAST;
                 grid = g;
             }
         }
