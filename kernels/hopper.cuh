@@ -172,44 +172,6 @@ __device__ __forceinline__ uint64_t l2_policy_evict_last() {
 #endif
     return p;
 }
-// ================================================================ device: 2-CTA clusters (TMA multicast)
-
-// This CTA's rank in its cluster (0 when the launch has no clusters).
-__device__ __forceinline__ uint32_t cluster_ctarank() {
-    uint32_t r = 0;
-#if KV_SM90A
-    asm volatile("mov.u32 %0, %%cluster_ctarank;\n" : "=r"(r));
-#endif
-    return r;
-}
-// Every thread of every CTA of the cluster: arrive (release), then wait (acquire). Also a barrier of this CTA.
-__device__ __forceinline__ void cluster_sync() {
-#if KV_SM90A
-    asm volatile("barrier.cluster.arrive.release.aligned;\nbarrier.cluster.wait.acquire.aligned;\n" ::: "memory");
-#endif
-}
-// One arrival on the barrier at the same shared-memory offset in cluster CTA `rank` (its consumers freed a stage
-// that this CTA's multicast writes into).
-__device__ __forceinline__ void mbar_arrive_cluster(uint64_t* bar, uint32_t rank) {
-#if KV_SM90A
-    uint32_t remote;
-    asm volatile("mapa.shared::cluster.u32 %0, %1, %2;\n" : "=r"(remote) : "r"(smem_u32(bar)), "r"(rank));
-    asm volatile("mbarrier.arrive.release.cluster.shared::cluster.b64 _, [%0];\n" ::"r"(remote) : "memory");
-#endif
-}
-// Box at (x, y) -> the same shared-memory offset in every CTA of `cta_mask`, each counting the bytes on its barrier
-// at `bar`'s offset.
-__device__ __forceinline__ void tma_load_2d_multicast(void* dst, const CUtensorMap* map, int x, int y, uint64_t* bar,
-                                                      uint16_t cta_mask) {
-#if KV_SM90A
-    asm volatile(
-        "cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::complete_tx::bytes.multicast::cluster"
-        " [%0], [%1, {%3, %4}], [%2], %5;\n"
-        ::"r"(smem_u32(dst)), "l"(reinterpret_cast<uint64_t>(map)), "r"(smem_u32(bar)), "r"(x), "r"(y), "h"(cta_mask)
-        : "memory");
-#endif
-}
-
 // Box at (x, y) -> L2 only (no shared memory, no barrier).
 __device__ __forceinline__ void tma_prefetch_2d(const CUtensorMap* map, int x, int y) {
 #if KV_SM90A

@@ -13,8 +13,8 @@
 /*
  * Tile BM x BN x BK = (128 or 64) x 256 x 64, or a GEMM1-only launch of 128 x 128 x 64 (twice the tiles of 128 x 256,
  * so prefill fills the SMs without a k-split) or 64 x 128 x 64 (twice those again, for prefill shapes whose 128 x 128
- * tiles leave half the SMs idle); STAGES shared-memory stages (MLA_PREFILL_STAGES = 3 or 4 for 128 x 256, 4 for
- * 64 x 256, 6 for 128 x 128, 8 for 64 x 128: the 128-wide tiles keep 192 KB of operands in flight per SM) of
+ * tiles leave half the SMs idle); STAGES shared-memory stages (3 for 128 x 256, 4 for 64 x 256, 6 for 128 x 128,
+ * 8 for 64 x 128: the 128-wide tiles keep 192 KB of operands in flight per SM) of
  *   A: one TMA box 64 k x BM rows (128-byte swizzle, K-major): hidden (GEMM1) or latent (GEMM2)
  *   B: BN / 64 TMA boxes 64 n x 64 k (8 KB each, 128-byte swizzle, N-major), from w_down (GEMM1), or from w_up_k
  *      when the tile's first column is < N and from w_up_v otherwise (GEMM2; N % 256 == 0 so a tile never straddles).
@@ -36,9 +36,6 @@
  *     CTA per SM), then split ks sums its 1/S slice of the tile over the S partials and stores those latent
  *     elements; the last of the 2S arrivals resets the counter (self-resetting: a CUDA-graph replay starts from
  *     zero again) and, when fused, bumps ready[mt].
- * mcast (two_stage's GEMM2 launch at BM 128, row tiles even): clusters of 2 CTAs; CTA c (rank c % 2) runs the
- *   units of row tiles of its parity, so the pair works on (mt, mt + 1) of one column tile at a time; rank r issues
- *   B boxes 2r, 2r + 1 of each stage multicast to both; empty barriers count 4 (both CTAs' consumer warpgroups).
  * Unit order: GEMM1 units first (ks fastest), then GEMM2 units in groups of `group_mt` row tiles, row tile
  *   fastest inside a group (M-major: the CTAs working at one time share a few w_up column tiles in L2).
  *   CTA c runs units first + c, first + c + grid, ...; producer and consumers walk the same list.
@@ -47,14 +44,6 @@
  *   prefetch2 (decode): before that wait the producer prefetches every B box of its GEMM2 units into L2, so
  *   w_up streams from DRAM while GEMM1 runs.
  */
-
-// Shared-memory stages of the 128 x 256 tile: 3 with each consumer warpgroup staging its whole 64 x 256 output
-// (32 KB) at once, or 4 with a 64 x 128 staging buffer filled and TMA-stored twice per tile (the 48 KB a 4th stage
-// needs is the 32 KB the halved staging frees plus the 16 KB left under the 227 KB limit).
-#ifndef MLA_PREFILL_STAGES
-#define MLA_PREFILL_STAGES 3
-#endif
-static_assert(MLA_PREFILL_STAGES == 3 || MLA_PREFILL_STAGES == 4, "MLA_PREFILL_STAGES: 3 or 4");
 
 namespace mla {
 
@@ -74,13 +63,11 @@ struct Cfg {
     static constexpr int MWG = BM / 64;              // consumer warpgroups along M
     static constexpr int WN = TBN / (2 / MWG);        // columns per consumer warpgroup: 256, 128 or 64
     // 64 x 128: 24 KB a stage, so 8 stages hold the 192 KB in flight of 128 x 128's 6 (9 would not fit in 227 KB).
-    static constexpr int STAGES = TBN == 128 ? (BM == 128 ? 6 : 8) : BM == 128 ? MLA_PREFILL_STAGES : 4;
+    static constexpr int STAGES = TBN == 128 ? (BM == 128 ? 6 : 8) : BM == 128 ? 3 : 4;
     static constexpr int A_BYTES = BM * BK * 2;
     static constexpr int B_BYTES = (TBN / 64) * B_BOX_BYTES;  // 32 KB or 16 KB
     // One warpgroup's staging: (WN / 64) boxes of 64 x 64 (GEMM2); GEMM1 uses the two as split-k scratch (<= 4 KB).
-    static constexpr int C_PASSES = (BM == 128 && TBN == 256 && STAGES == 4) ? 2 : 1;  // epilogue store passes
-    static constexpr int C_WG_BYTES = 64 * (WN / C_PASSES) * 2;
-    static constexpr int C_BOXES = WN / 64 / C_PASSES;  // 64 x 64 boxes staged per pass
+    static constexpr int C_WG_BYTES = 64 * WN * 2;
     static constexpr int SMEM_A = 0;
     static constexpr int SMEM_B = SMEM_A + STAGES * A_BYTES;
     static constexpr int SMEM_C = SMEM_B + STAGES * B_BYTES;
@@ -108,8 +95,6 @@ struct Params {
     int fused;        // GEMM2 units wait for ready[mt] == n_nt1; GEMM1 tiles bump it
     int prefetch2;    // fused: before its first GEMM2 unit a producer prefetches all its GEMM2 B tiles into L2
     int pdl_wait;     // GEMM2 producer waits for the previous grid (programmatic dependent launch)
-    int mcast;        // GEMM2-only launch in 2-CTA clusters: the pair's row tiles mt, mt + 1 share each B box
-                      // (1); 2: the same clusters and pairing, each CTA loading its own B boxes (a probe's control)
     float4* ws;       // GEMM1 partials: [tile][split][PART_F4]
     int* split_cnt;   // per GEMM1 tile (n_mt * n_nt1), self-resetting
     int* ready;       // per row tile, self-resetting (fused)
@@ -210,14 +195,11 @@ mla_tc_kernel(const __grid_constant__ CUtensorMap tm_hidden, const __grid_consta
     if (tid == 0) {
         for (int s = 0; s < STAGES; ++s) {
             hop::mbar_init(&full[s], 1);
-            hop::mbar_init(&empty[s], p.mcast == 1 ? 4 : 2);  // mcast: the peer's consumers free the stage too
+            hop::mbar_init(&empty[s], 2);
         }
         hop::fence_barrier_init();
     }
     __syncthreads();
-    // mcast: the peer's barriers are initialised before any multicast or remote arrival reaches them
-    if (p.mcast) hop::cluster_sync();
-    const uint32_t rank = p.mcast ? hop::cluster_ctarank() : 0;
     if (p.first == 0 && p.units1 > 0 && !p.fused) pdl_launch_dependents();  // two_stage: let GEMM2 launch early
 
     if (wg == 0) {
@@ -231,18 +213,6 @@ mla_tc_kernel(const __grid_constant__ CUtensorMap tm_hidden, const __grid_consta
             hop::prefetch_tmap(&tm_wv);
             bool waited = false, prefetched = false;
             int it = 0;  // k-steps issued by this CTA so far (stage = it % STAGES)
-            // Stage s's B boxes of k-step k. mcast: this CTA issues half of them (boxes 2 rank, 2 rank + 1), each
-            // landing in both CTAs of the pair; its full barrier counts the peer's half as well (A + B bytes).
-            auto load_b = [&](int s, const CUtensorMap* tb, int bx, int k) {
-                unsigned char* bs = smem + C::SMEM_B + s * B_BYTES;
-#pragma unroll
-                for (int b = 0; b < TBN / 64; ++b) {
-                    if (p.mcast != 1)
-                        hop::tma_load_2d(bs + b * B_BOX_BYTES, tb, bx + 64 * b, k * BK, &full[s]);
-                    else if ((b * 2) / (TBN / 64) == int(rank))
-                        hop::tma_load_2d_multicast(bs + b * B_BOX_BYTES, tb, bx + 64 * b, k * BK, &full[s], 0x3);
-                }
-            };
             for (int u = p.first + blockIdx.x; u < p.last; u += gridDim.x) {
                 const Unit w = decode_unit(u, p);
                 if constexpr (!C::GEMM2) {
@@ -278,7 +248,10 @@ mla_tc_kernel(const __grid_constant__ CUtensorMap tm_hidden, const __grid_consta
                             const int s = (it + j) % STAGES;
                             hop::mbar_wait(&empty[s], (((it + j) / STAGES) & 1) ^ 1);
                             hop::mbar_arrive_expect_tx(&full[s], A_BYTES + B_BYTES);
-                            load_b(s, tb, bx, k0 + j);
+                            unsigned char* bs = smem + C::SMEM_B + s * B_BYTES;
+#pragma unroll
+                            for (int b = 0; b < TBN / 64; ++b)
+                                hop::tma_load_2d(bs + b * B_BOX_BYTES, tb, bx + 64 * b, (k0 + j) * BK, &full[s]);
                         }
                     }
                     if (p.pdl_wait && !waited) {
@@ -300,7 +273,10 @@ mla_tc_kernel(const __grid_constant__ CUtensorMap tm_hidden, const __grid_consta
                     if (k - k0 >= pre) {
                         hop::mbar_wait(&empty[s], ((it / STAGES) & 1) ^ 1);
                         hop::mbar_arrive_expect_tx(&full[s], A_BYTES + B_BYTES);
-                        load_b(s, tb, bx, k);
+                        unsigned char* bs = smem + C::SMEM_B + s * B_BYTES;
+#pragma unroll
+                        for (int b = 0; b < TBN / 64; ++b)
+                            hop::tma_load_2d(bs + b * B_BOX_BYTES, tb, bx + 64 * b, k * BK, &full[s]);
                     }
                     hop::tma_load_2d(smem + C::SMEM_A + s * A_BYTES, ta, k * BK, w.mt * BM, &full[s]);
                 }
@@ -321,12 +297,6 @@ mla_tc_kernel(const __grid_constant__ CUtensorMap tm_hidden, const __grid_consta
         T* const lat = reinterpret_cast<T*>(p.latent);
         float acc[WN / 2];
         int it = 0;
-        // A stage read by this warpgroup's wgmmas is free again (mcast: in the peer's count too, whose multicast
-        // writes this CTA's copy of the stage).
-        auto release = [&](int s) {
-            hop::mbar_arrive(&empty[s]);
-            if (p.mcast == 1) hop::mbar_arrive_cluster(&empty[s], rank ^ 1u);
-        };
         for (int u = p.first + blockIdx.x; u < p.last; u += gridDim.x) {
             const Unit w = decode_unit(u, p);
             int k0, k1;
@@ -350,41 +320,34 @@ mla_tc_kernel(const __grid_constant__ CUtensorMap tm_hidden, const __grid_consta
                 hop::fence_acc(acc);
                 hop::wgmma_wait<1>();
                 hop::fence_acc(acc);
-                if (prev >= 0 && t == 0) release(prev);
+                if (prev >= 0 && t == 0) hop::mbar_arrive(&empty[prev]);
                 prev = s;
             }
             hop::wgmma_wait<0>();
             hop::fence_acc(acc);
-            if (prev >= 0 && t == 0) release(prev);
+            if (prev >= 0 && t == 0) hop::mbar_arrive(&empty[prev]);
             const int row0 = w.mt * BM + wrow + r_in;  // fragment rows row0 and row0 + 8
             const int col0 = w.nt * TBN + wcol + 2 * q;  // fragment columns col0 + 8j, + 1
 
             if (w.gemm == 2) {
-                // ---- GEMM2 epilogue: staging (C_BOXES boxes of 64 rows x 64 columns, 128-byte swizzle) -> TMA
-                // store, in C_PASSES passes over the warpgroup's WN / 64 boxes
+                // ---- GEMM2 epilogue: staging (4 boxes of 64 rows x 64 columns, 128-byte swizzle) -> TMA store
+                if (t == 0) hop::tma_store_wait_read<0>();  // the previous tile's store has read the buffer
+                hop::named_barrier(2 + cw, 128);
 #pragma unroll
-                for (int pass = 0; pass < C::C_PASSES; ++pass) {
-                    if (t == 0) hop::tma_store_wait_read<0>();  // the previous store has read the buffer
-                    hop::named_barrier(2 + cw, 128);
+                for (int j = 0; j < WN / 8; ++j) {
+                    const int box = j >> 3, chunk = j & 7;
+                    const int r = r_in;  // (r_in + 8) & 7 == r_in & 7: one swizzle for both rows
+                    unsigned char* base = cstage + box * (64 * 128) + ((chunk ^ (r & 7)) << 4) + 4 * q;
+                    *reinterpret_cast<uint32_t*>(base + r * 128) = kv::pack2<T>(acc[4 * j], acc[4 * j + 1]);
+                    *reinterpret_cast<uint32_t*>(base + (r + 8) * 128) = kv::pack2<T>(acc[4 * j + 2], acc[4 * j + 3]);
+                }
+                hop::fence_proxy_async_smem();
+                hop::named_barrier(2 + cw, 128);
+                if (t == 0) {
 #pragma unroll
-                    for (int jj = 0; jj < 8 * C::C_BOXES; ++jj) {
-                        const int j = pass * 8 * C::C_BOXES + jj;
-                        const int box = jj >> 3, chunk = j & 7;
-                        const int r = r_in;  // (r_in + 8) & 7 == r_in & 7: one swizzle for both rows
-                        unsigned char* base = cstage + box * (64 * 128) + ((chunk ^ (r & 7)) << 4) + 4 * q;
-                        *reinterpret_cast<uint32_t*>(base + r * 128) = kv::pack2<T>(acc[4 * j], acc[4 * j + 1]);
-                        *reinterpret_cast<uint32_t*>(base + (r + 8) * 128) =
-                            kv::pack2<T>(acc[4 * j + 2], acc[4 * j + 3]);
-                    }
-                    hop::fence_proxy_async_smem();
-                    hop::named_barrier(2 + cw, 128);
-                    if (t == 0) {
-#pragma unroll
-                        for (int b = 0; b < C::C_BOXES; ++b)
-                            hop::tma_store_2d(&tm_out, cstage + b * (64 * 128),
-                                              w.nt * BN + wcol + 64 * (pass * C::C_BOXES + b), w.mt * BM + wrow);
-                        hop::tma_store_commit();
-                    }
+                    for (int b = 0; b < WN / 64; ++b)
+                        hop::tma_store_2d(&tm_out, cstage + b * (64 * 128), w.nt * BN + wcol + 64 * b, w.mt * BM + wrow);
+                    hop::tma_store_commit();
                 }
             } else if (p.splits == 1) {
                 // ---- GEMM1 epilogue, whole K: latent straight from the fragments
@@ -471,10 +434,6 @@ mla_tc_kernel(const __grid_constant__ CUtensorMap tm_hidden, const __grid_consta
             }
         }
         if (t == 0) hop::tma_store_wait<0>();  // the last stores complete before the CTA exits
-    }
-    if (p.mcast) {  // no CTA exits while its peer may still arrive on its barriers
-        __syncwarp();
-        hop::cluster_sync();
     }
 #endif
 }
@@ -602,8 +561,7 @@ static inline void set_smem_attr(int dev) {
     }
 }
 
-// Launch units [first, last) on `grid` CTAs; pdl: launched as a programmatic dependent of the previous kernel;
-// p.mcast: in clusters of 2 CTAs (grid even).
+// Launch units [first, last) on `grid` CTAs; pdl: launched as a programmatic dependent of the previous kernel.
 template <typename T, int BM, int BN_ = BN>
 inline void launch(const Maps& m, const Params& p, int grid, bool pdl, cudaStream_t stream) {
     cudaLaunchConfig_t cfg = {};
@@ -611,46 +569,12 @@ inline void launch(const Maps& m, const Params& p, int grid, bool pdl, cudaStrea
     cfg.blockDim = dim3(THREADS);
     cfg.dynamicSmemBytes = Cfg<BM, BN_>::SMEM_ALLOC;
     cfg.stream = stream;
-    cudaLaunchAttribute attr[2];
-    int n = 0;
-    if (pdl) {
-        attr[n].id = cudaLaunchAttributeProgrammaticStreamSerialization;
-        attr[n++].val.programmaticStreamSerializationAllowed = 1;
-    }
-    if (p.mcast) {
-        attr[n].id = cudaLaunchAttributeClusterDimension;
-        attr[n].val.clusterDim.x = 2;
-        attr[n].val.clusterDim.y = 1;
-        attr[n++].val.clusterDim.z = 1;
-    }
-    cfg.attrs = attr;
-    cfg.numAttrs = n;
-    C10_CUDA_CHECK(cudaLaunchKernelEx(&cfg, mla_tc_kernel<T, BM, BN_>, m.hidden, m.wdown, m.latent, m.wk, m.wv, m.out, p));
-}
-
-// CTAs of a GEMM2-only launch in 2-CTA clusters (p.mcast): one wave of clusters, at most one CTA per unit; 0 when
-// no cluster of this kernel fits (then: no multicast). The pairing needs an even grid and an even count of row tiles
-// (the pair's units are (mt, nt) and (mt + 1, nt): M-major order, units in pairs from the first GEMM2 unit).
-template <typename T, int BM>
-inline int mcast_grid(const Params& p, int sms) {
-    if (p.n_mt % 2 != 0 || p.group_mt % 2 != 0 || p.first != p.units1 || p.last != p.units1 + p.units2) return 0;
-    cudaLaunchConfig_t cfg = {};
-    cfg.gridDim = dim3(unsigned(sms & ~1));
-    cfg.blockDim = dim3(THREADS);
-    cfg.dynamicSmemBytes = Cfg<BM>::SMEM_ALLOC;
     cudaLaunchAttribute attr[1];
-    attr[0].id = cudaLaunchAttributeClusterDimension;
-    attr[0].val.clusterDim.x = 2;
-    attr[0].val.clusterDim.y = 1;
-    attr[0].val.clusterDim.z = 1;
+    attr[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
+    attr[0].val.programmaticStreamSerializationAllowed = 1;
     cfg.attrs = attr;
-    cfg.numAttrs = 1;
-    int clusters = 0;
-    if (cudaOccupancyMaxActiveClusters(&clusters, mla_tc_kernel<T, BM, BN>, &cfg) != cudaSuccess) {
-        (void)cudaGetLastError();  // clear the error: the caller launches without clusters
-        return 0;
-    }
-    return std::min(2 * clusters, p.units2 & ~1);
+    cfg.numAttrs = pdl ? 1 : 0;
+    C10_CUDA_CHECK(cudaLaunchKernelEx(&cfg, mla_tc_kernel<T, BM, BN_>, m.hidden, m.wdown, m.latent, m.wk, m.wv, m.out, p));
 }
 
 }  // namespace mla

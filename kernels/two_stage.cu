@@ -15,9 +15,6 @@
  *   launch 2, GEMM2: out (M x 2N) = latent @ [w_up_k | w_up_v], persistent grid of min(tiles, #SMs) CTAs, tiles
  *     BM x 256 in M-major order (the CTAs working at one time share a few w_up column tiles through L2); B tiles
  *     from w_up_k or w_up_v by tile column; epilogue TMA-stores the stacked rows, overlapped with the next tile.
- *     BM 128 with an even count of row tiles (MLA_G2_MULTICAST): 2-CTA clusters along M, CTA pair = row tiles
- *     (mt, mt + 1) of one column tile at a time; each CTA TMA-loads half of every w_up stage, multicast to both, and
- *     a stage is refilled once both CTAs' consumers freed it (4 arrivals).
  *     Launched with programmatic stream serialization: its prologue (barrier setup, tensor-map and first w_up
  *     tile prefetch) overlaps GEMM1's tail; its producer waits (griddepcontrol.wait) before reading the latent.
  *

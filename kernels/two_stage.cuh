@@ -28,14 +28,6 @@ static_assert(MLA_GEMM1_BN == 128 || MLA_GEMM1_BN == 256, "GEMM1 tile width: 128
 #define MLA_GEMM1_BM64 1
 #endif
 static_assert(MLA_GEMM1_BM64 == 0 || MLA_GEMM1_BM64 == 1, "MLA_GEMM1_BM64: 0 or 1");
-// 1: GEMM2 at M > 128 (128 x 256 tiles) runs in 2-CTA clusters along M when the row tiles are even in number: each
-// w_up box is TMA-multicast to both CTAs of the pair: each CTA reads half its w_up boxes from L2, so a tile's L2 reads
-// go from 384 KB (latent 128, w_up 256) to 256 KB. 0: one CTA per unit, every CTA loads its own B boxes.
-#ifndef MLA_G2_MULTICAST
-#define MLA_G2_MULTICAST 1
-#endif
-// 2: the clusters and the pairing without the multicast (a control: what the cluster launch alone costs).
-static_assert(MLA_G2_MULTICAST >= 0 && MLA_G2_MULTICAST <= 2, "MLA_G2_MULTICAST: 0, 1 or 2");
 
 namespace {
 
@@ -290,15 +282,7 @@ void launch_two_stage_tc(const torch::Tensor& hidden, const torch::Tensor& w_dow
         p2.first = q2.units1;
         p2.last = q2.units1 + q2.units2;
         p2.pdl_wait = 1;
-        int grid = std::min(q2.units2, sms);
-        if constexpr (BM == 128 && MLA_G2_MULTICAST != 0) {  // prefill: B boxes shared by the pair (L2 reads / 2)
-            const int g = mla::mcast_grid<T, BM>(p2, sms);
-            if (g >= 2) {
-                p2.mcast = MLA_G2_MULTICAST;
-                grid = g;
-            }
-        }
-        mla::launch<T, BM>(maps, p2, grid, true, stream);
+        mla::launch<T, BM>(maps, p2, std::min(q2.units2, sms), true, stream);
     }
 }
 
