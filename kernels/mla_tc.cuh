@@ -45,16 +45,10 @@
  *   w_up streams from DRAM while GEMM1 runs.
  */
 
-// Split-k partial loads a consumer thread keeps in flight while it sums its share of a slice (decode: 16 to 20
-// partials a thread at DeepSeek sizes). 8: eight at a time, then the rest one by one (the form of before).
-#ifndef MLA_SPLIT_LOADS
-#define MLA_SPLIT_LOADS 24
-#endif
-static_assert(MLA_SPLIT_LOADS == 8 || MLA_SPLIT_LOADS == 16 || MLA_SPLIT_LOADS == 24, "MLA_SPLIT_LOADS: 8, 16 or 24");
-
 namespace mla {
 
 constexpr int BN = 256, BK = 64;  // BN: the GEMM2 tile's width (and GEMM1's, but for the 128-wide launches)
+constexpr int SPLIT_LOADS = 24;   // split-k partial loads a consumer thread keeps in flight while it reduces
 constexpr int THREADS = 384;
 constexpr int B_BOX_BYTES = 64 * BK * 2;          // 8 KB: 64 columns x 64 k
 
@@ -393,39 +387,24 @@ mla_tc_kernel(const __grid_constant__ CUtensorMap tm_hidden, const __grid_consta
                     store_latent2<T>(lat, p, rr, col, v.x, v.y);
                     store_latent2<T>(lat, p, rr + 8, col, v.z, v.w);
                 };
-                // Sum of partials s = s0, s0 + ds, ... < S at element e.
+                // Sum of partials s = s0, s0 + ds, ... < S at element e: SPLIT_LOADS loads in flight a round, the
+                // tail predicated, so a thread's 16-20 partials at decode (DeepSeek sizes) take one L2 round trip
+                // (b4afe6f..6843075: 8 a round, then the tail one load per round trip; results/NOTES.md).
                 auto sum_parts = [&](int e, int s0, int ds) {
                     float4 sum = make_float4(0.f, 0.f, 0.f, 0.f);
-#if MLA_SPLIT_LOADS == 8
-                    // 8 loads in flight, then the tail one load at a time
-                    int s = s0;
-                    for (; s + 7 * ds < p.splits; s += 8 * ds) {
-                        float4 v[8];
+                    for (int s = s0; s < p.splits; s += SPLIT_LOADS * ds) {
+                        float4 v[SPLIT_LOADS];
 #pragma unroll
-                        for (int i = 0; i < 8; ++i) v[i] = __ldcg(tp + size_t(s + i * ds) * PART_F4 + e);
-#pragma unroll
-                        for (int i = 0; i < 8; ++i) { sum.x += v[i].x; sum.y += v[i].y; sum.z += v[i].z; sum.w += v[i].w; }
-                    }
-                    for (; s < p.splits; s += ds) {
-                        const float4 v = __ldcg(tp + size_t(s) * PART_F4 + e);
-                        sum.x += v.x; sum.y += v.y; sum.z += v.z; sum.w += v.w;
-                    }
-#else
-                    // MLA_SPLIT_LOADS loads in flight per round, the tail predicated (no one-at-a-time round trips)
-                    for (int s = s0; s < p.splits; s += MLA_SPLIT_LOADS * ds) {
-                        float4 v[MLA_SPLIT_LOADS];
-#pragma unroll
-                        for (int i = 0; i < MLA_SPLIT_LOADS; ++i) {
+                        for (int i = 0; i < SPLIT_LOADS; ++i) {
                             const int si = s + i * ds;
                             v[i] = si < p.splits ? __ldcg(tp + size_t(si) * PART_F4 + e)
                                                  : make_float4(0.f, 0.f, 0.f, 0.f);
                         }
 #pragma unroll
-                        for (int i = 0; i < MLA_SPLIT_LOADS; ++i) {
+                        for (int i = 0; i < SPLIT_LOADS; ++i) {
                             sum.x += v[i].x; sum.y += v[i].y; sum.z += v[i].z; sum.w += v[i].w;
                         }
                     }
-#endif
                     return sum;
                 };
                 const int E = e1 - e0;
