@@ -389,7 +389,7 @@ mla_tc_kernel(const __grid_constant__ CUtensorMap tm_hidden, const __grid_consta
                 };
                 // Sum of partials s = s0, s0 + ds, ... < S at element e: SPLIT_LOADS loads in flight a round, the
                 // tail predicated, so a thread's 16-20 partials at decode (DeepSeek sizes) take one L2 round trip
-                // (b4afe6f..6843075: 8 a round, then the tail one load per round trip; results/NOTES.md).
+                // (6e904ab..6843075: 8 a round, then the tail one load per round trip; results/NOTES.md).
                 auto sum_parts = [&](int e, int s0, int ds) {
                     float4 sum = make_float4(0.f, 0.f, 0.f, 0.f);
                     for (int s = s0; s < p.splits; s += SPLIT_LOADS * ds) {
