@@ -157,6 +157,28 @@ __device__ __forceinline__ int atom_add_acq_rel(int* p, int v) {
     return old;
 }
 
+// Timeline probe (scripts/trace_tc.py builds with -DMLA_TRACE): one thread per role stamps %globaltimer at each
+// phase boundary into trace_buf[launch][CTA][event] (launch 1: a launch whose units start after GEMM1's, i.e.
+// two_stage's GEMM2). Compiled out otherwise: the measured kernels have no trace code.
+enum TraceEvent {
+    EV_ENTRY, EV_P_G1_ISSUED, EV_P_G2_PRE, EV_P_G2_READY, EV_P_G2_ISSUED,
+    EV_C_G1_FIRST, EV_C_G1_MAIN, EV_C_G1_PART, EV_C_G1_WAIT, EV_C_G1_RED,
+    EV_C_G2_FIRST, EV_C_G2_MAIN, EV_C_G2_STORE, EV_EXIT, EV_SMID, TRACE_EVENTS
+};
+#ifdef MLA_TRACE
+constexpr int TRACE_CTAS = 160;
+__device__ unsigned long long trace_buf[2][TRACE_CTAS][TRACE_EVENTS];
+__device__ __forceinline__ void trace_mark(const Params& p, int ev) {
+    unsigned long long t;
+    asm volatile("mov.u64 %0, %%globaltimer;\n" : "=l"(t) :: "memory");
+    if (ev == EV_SMID) asm volatile("{ .reg .u32 s; mov.u32 s, %%smid; cvt.u64.u32 %0, s; }\n" : "=l"(t));
+    if (blockIdx.x < TRACE_CTAS) trace_buf[p.first > 0 && !p.fused][blockIdx.x][ev] = t;
+}
+#define MLA_MARK(ev) ::mla::trace_mark(p, ::mla::ev)
+#else
+#define MLA_MARK(ev) ((void)0)
+#endif
+
 __device__ __forceinline__ void pdl_wait() {
 #if KV_SM90A
     asm volatile("griddepcontrol.wait;\n" ::: "memory");
@@ -194,6 +216,8 @@ mla_tc_kernel(const __grid_constant__ CUtensorMap tm_hidden, const __grid_consta
     const int wg = tid / 128;
 
     if (tid == 0) {
+        MLA_MARK(EV_ENTRY);
+        MLA_MARK(EV_SMID);
         for (int s = 0; s < STAGES; ++s) {
             hop::mbar_init(&full[s], 1);
             hop::mbar_init(&empty[s], 2);
@@ -255,6 +279,7 @@ mla_tc_kernel(const __grid_constant__ CUtensorMap tm_hidden, const __grid_consta
                                 hop::tma_load_2d(bs + b * B_BOX_BYTES, tb, bx + 64 * b, (k0 + j) * BK, &full[s]);
                         }
                     }
+                    MLA_MARK(EV_P_G2_PRE);
                     if (p.pdl_wait && !waited) {
                         pdl_wait();  // the latent is written by the previous grid
                         waited = true;
@@ -268,6 +293,7 @@ mla_tc_kernel(const __grid_constant__ CUtensorMap tm_hidden, const __grid_consta
                             p.ready[w.mt] = 0;
                         }
                     }
+                    MLA_MARK(EV_P_G2_READY);
                 }
                 for (int k = k0; k < k1; ++k, ++it) {
                     const int s = it % STAGES;
@@ -281,6 +307,7 @@ mla_tc_kernel(const __grid_constant__ CUtensorMap tm_hidden, const __grid_consta
                     }
                     hop::tma_load_2d(smem + C::SMEM_A + s * A_BYTES, ta, k * BK, w.mt * BM, &full[s]);
                 }
+                if (w.gemm == 1) MLA_MARK(EV_P_G1_ISSUED); else MLA_MARK(EV_P_G2_ISSUED);
             }
         }
     } else {
@@ -307,6 +334,9 @@ mla_tc_kernel(const __grid_constant__ CUtensorMap tm_hidden, const __grid_consta
             for (int k = k0; k < k1; ++k, ++it) {
                 const int s = it % STAGES;
                 hop::mbar_wait(&full[s], (it / STAGES) & 1);
+#ifdef MLA_TRACE
+                if (ct == 0 && k == k0) { if (w.gemm == 1) MLA_MARK(EV_C_G1_FIRST); else MLA_MARK(EV_C_G2_FIRST); }
+#endif
                 const unsigned char* as = smem + C::SMEM_A + s * A_BYTES + wrow * 128;
                 const unsigned char* bs = smem + C::SMEM_B + s * B_BYTES + (wcol / 64) * B_BOX_BYTES;
                 const uint64_t da = hop::make_desc_sw128(as, 16, 1024);
@@ -327,6 +357,9 @@ mla_tc_kernel(const __grid_constant__ CUtensorMap tm_hidden, const __grid_consta
             hop::wgmma_wait<0>();
             hop::fence_acc(acc);
             if (prev >= 0 && t == 0) hop::mbar_arrive(&empty[prev]);
+#ifdef MLA_TRACE
+            if (ct == 0) { if (w.gemm == 1) MLA_MARK(EV_C_G1_MAIN); else MLA_MARK(EV_C_G2_MAIN); }
+#endif
             const int row0 = w.mt * BM + wrow + r_in;  // fragment rows row0 and row0 + 8
             const int col0 = w.nt * TBN + wcol + 2 * q;  // fragment columns col0 + 8j, + 1
 
@@ -349,6 +382,7 @@ mla_tc_kernel(const __grid_constant__ CUtensorMap tm_hidden, const __grid_consta
                     for (int b = 0; b < WN / 64; ++b)
                         hop::tma_store_2d(&tm_out, cstage + b * (64 * 128), w.nt * BN + wcol + 64 * b, w.mt * BM + wrow);
                     hop::tma_store_commit();
+                    if (ct == 0) MLA_MARK(EV_C_G2_STORE);
                 }
             } else if (p.splits == 1) {
                 // ---- GEMM1 epilogue, whole K: latent straight from the fragments
@@ -371,8 +405,10 @@ mla_tc_kernel(const __grid_constant__ CUtensorMap tm_hidden, const __grid_consta
                     __stcg(part + j * 256 + ct, make_float4(acc[4 * j], acc[4 * j + 1], acc[4 * j + 2], acc[4 * j + 3]));
                 hop::named_barrier(1, 256);  // this CTA's partial is stored (ordered before thread 0's release)
                 if (ct == 0) {
+                    MLA_MARK(EV_C_G1_PART);
                     red_release(&p.split_cnt[tile], 1);
                     while (ld_acquire(&p.split_cnt[tile]) < p.splits) __nanosleep(64);
+                    MLA_MARK(EV_C_G1_WAIT);
                 }
                 hop::named_barrier(1, 256);  // thread 0 acquired every split's partial: the whole CTA may read them
                 const float4* tp = p.ws + size_t(tile) * p.splits * PART_F4;
@@ -428,6 +464,7 @@ mla_tc_kernel(const __grid_constant__ CUtensorMap tm_hidden, const __grid_consta
                 }
                 hop::named_barrier(1, 256);  // this CTA's latent slice is stored
                 if (ct == 0) {
+                    MLA_MARK(EV_C_G1_RED);
                     // acq_rel: the last arrival acquires every slice's release before publishing the row tile
                     const int old = atom_add_acq_rel(&p.split_cnt[tile], 1);
                     if (old == 2 * p.splits - 1) {  // every slice of the tile is stored
@@ -438,6 +475,7 @@ mla_tc_kernel(const __grid_constant__ CUtensorMap tm_hidden, const __grid_consta
             }
         }
         if (t == 0) hop::tma_store_wait<0>();  // the last stores complete before the CTA exits
+        if (ct == 0) MLA_MARK(EV_EXIT);
     }
 #endif
 }
