@@ -163,7 +163,8 @@ __device__ __forceinline__ int atom_add_acq_rel(int* p, int v) {
 enum TraceEvent {
     EV_ENTRY, EV_P_G1_ISSUED, EV_P_G2_PRE, EV_P_G2_READY, EV_P_G2_ISSUED,
     EV_C_G1_FIRST, EV_C_G1_MAIN, EV_C_G1_PART, EV_C_G1_WAIT, EV_C_G1_RED,
-    EV_C_G2_FIRST, EV_C_G2_MAIN, EV_C_G2_STORE, EV_EXIT, EV_SMID, TRACE_EVENTS
+    EV_C_G2_FIRST, EV_C_G2_MAIN, EV_C_G2_STORE, EV_EXIT,
+    EV_P_SETUP, EV_P_TMAP, EV_P_FIRST_TMA, EV_C_START, EV_SMID, TRACE_EVENTS
 };
 #ifdef MLA_TRACE
 constexpr int TRACE_CTAS = 160;
@@ -225,6 +226,7 @@ mla_tc_kernel(const __grid_constant__ CUtensorMap tm_hidden, const __grid_consta
         hop::fence_barrier_init();
     }
     __syncthreads();
+    if (tid == 0) MLA_MARK(EV_P_SETUP);
     if (p.first == 0 && p.units1 > 0 && !p.fused) pdl_launch_dependents();  // two_stage: let GEMM2 launch early
 
     if (wg == 0) {
@@ -236,6 +238,7 @@ mla_tc_kernel(const __grid_constant__ CUtensorMap tm_hidden, const __grid_consta
             hop::prefetch_tmap(&tm_latent);
             hop::prefetch_tmap(&tm_wk);
             hop::prefetch_tmap(&tm_wv);
+            MLA_MARK(EV_P_TMAP);
             bool waited = false, prefetched = false;
             int it = 0;  // k-steps issued by this CTA so far (stage = it % STAGES)
             for (int u = p.first + blockIdx.x; u < p.last; u += gridDim.x) {
@@ -306,6 +309,9 @@ mla_tc_kernel(const __grid_constant__ CUtensorMap tm_hidden, const __grid_consta
                             hop::tma_load_2d(bs + b * B_BOX_BYTES, tb, bx + 64 * b, k * BK, &full[s]);
                     }
                     hop::tma_load_2d(smem + C::SMEM_A + s * A_BYTES, ta, k * BK, w.mt * BM, &full[s]);
+#ifdef MLA_TRACE
+                    if (it == 0) MLA_MARK(EV_P_FIRST_TMA);
+#endif
                 }
                 if (w.gemm == 1) MLA_MARK(EV_P_G1_ISSUED); else MLA_MARK(EV_P_G2_ISSUED);
             }
@@ -315,6 +321,7 @@ mla_tc_kernel(const __grid_constant__ CUtensorMap tm_hidden, const __grid_consta
         hop::setmaxnreg_inc<232>();
         const int cw = wg - 1;           // consumer warpgroup
         const int ct = tid - 128;        // 0..255 over both consumer warpgroups
+        if (ct == 0) MLA_MARK(EV_C_START);
         const int t = tid & 127;         // thread in the warpgroup
         const int warp = t >> 5, lane = t & 31;
         const int r_in = 16 * warp + (lane >> 2);  // fragment row inside the warpgroup's 64 rows (and +8)

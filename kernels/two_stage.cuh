@@ -18,6 +18,10 @@
 // GEMM1's tile width when M > 128 (128-row tiles): 128 gives twice the tiles of 256, so prefill fills the SMs with
 // fewer k-splits or none (V2-Lite 4096: 128 tiles, no split, against 64 tiles x 2 splits). 256 is the engine's
 // width of before; a -D define chooses it (scripts/probe_axis.sh compares the two).
+#ifndef MLA_DECODE_BN1
+#define MLA_DECODE_BN1 256
+#endif
+static_assert(MLA_DECODE_BN1 == 128 || MLA_DECODE_BN1 == 256, "decode GEMM1 tile width: 128 or 256");
 #ifndef MLA_GEMM1_BN
 #define MLA_GEMM1_BN 128
 #endif
@@ -297,7 +301,7 @@ bool run_two_stage_tc(const torch::Tensor& hidden, const torch::Tensor& w_down, 
                             stream, info))
         return false;
     if (M <= 128) {
-        launch_two_stage_tc<T, 64, 64, mla::BN, PINGPONG>(hidden, w_down, w_up_k, w_up_v, out, M, D, R, N, dev,
+        launch_two_stage_tc<T, 64, 64, MLA_DECODE_BN1, PINGPONG>(hidden, w_down, w_up_k, w_up_v, out, M, D, R, N, dev,
                                                           info.sms, stream);
         return true;
     }

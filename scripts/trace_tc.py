@@ -20,7 +20,8 @@ from harness.shapes import parse_one  # noqa: E402
 
 EVENTS = ("entry", "P g1 issued", "P g2 B pre-issued", "P g2 latent ready", "P g2 issued",
           "C g1 first data", "C g1 main done", "C g1 partial stored", "C g1 split wait done", "C g1 reduced",
-          "C g2 first data", "C g2 main done", "C g2 store issued", "C exit")
+          "C g2 first data", "C g2 main done", "C g2 store issued", "C exit",
+          "P barriers set", "P tensormaps prefetched", "P first TMA issued", "C start")
 SMID = len(EVENTS)  # mla::EV_SMID
 TRACE_CTAS, TRACE_EVENTS = 160, len(EVENTS) + 1
 
@@ -36,11 +37,13 @@ torch::Tensor mla_trace_read() {
 """
 
 
-def traced_extension(spec):
+def traced_extension(spec, defines=()):
     plain = runner.variant_extension(spec)
-    return build.ExtensionSource(plain.name + "_trace", plain.cuda_source + READER,
+    tag = "".join("_" + d.split("=")[-1] for d in defines)
+    return build.ExtensionSource(plain.name + "_trace" + tag, plain.cuda_source + READER,
                                  plain.declarations + "torch::Tensor mla_trace_read();\n",
-                                 (*plain.functions, "mla_trace_read"), (*plain.nvcc_flags, "-DMLA_TRACE"),
+                                 (*plain.functions, "mla_trace_read"),
+                                 (*plain.nvcc_flags, "-DMLA_TRACE", *("-D" + d for d in defines)),
                                  plain.ldflags, plain.include_dirs, plain.header_libraries)
 
 
@@ -83,15 +86,18 @@ def main(argv=None):
     ap.add_argument("shapes", nargs="+")
     ap.add_argument("--runs", type=int, default=5)
     ap.add_argument("--json")
+    ap.add_argument("--define", action="append", default=[], metavar="NAME=VALUE",
+                    help="a -D define for every traced build (a knob of the kernel, e.g. MLA_DECODE_BN1=128)")
     a = ap.parse_args(argv)
     root = Path(__file__).resolve().parent.parent
     specs = [discover.load_variant(root / "kernels" / f"{n}.cu") for n in a.variants.split(",")]
-    built = build.build_all([traced_extension(s) for s in specs])
+    exts = {s.name: traced_extension(s, tuple(a.define)) for s in specs}
+    built = build.build_all(list(exts.values()))
     flush = torch.empty(int(2 * torch.cuda.get_device_properties(0).L2_cache_size // 4) + 1, device="cuda")
     flush.fill_(1.0)
     record = []
     for spec in specs:
-        b = built[spec.name + "_trace"]
+        b = built[exts[spec.name].name]
         if not b.ok:
             print(f"{spec.name}: BUILD FAILED {b.message}")
             return 1
@@ -106,12 +112,12 @@ def main(argv=None):
                 runs = [one_run(mod, args, flush) for _ in range(a.runs)]
                 ev_us = sorted(r[1] for r in runs)[len(runs) // 2]
                 s = summarize(runs)
-                print(f"\n{spec.name}  {shape.label()}/{shape.tokens}  {dt}: event-timed call {ev_us:.2f} µs "
+                print(f"\n{spec.name} {' '.join(a.define)}  {shape.label()}/{shape.tokens}  {dt}: event-timed call {ev_us:.2f} µs "
                       f"(median of {a.runs} cold runs), timer step {resolution_ns(runs)} ns")
                 print(f"  {'launch':6s} {'event':22s} {'CTAs':>5s} {'first':>8s} {'median':>8s} {'last':>8s}")
                 for (launch, ev), (lo, mid, hi, n) in sorted(s.items(), key=lambda kv: (kv[0][0], kv[1][1])):
                     print(f"  {launch:<6d} {EVENTS[ev]:22s} {n:5d} {lo:8.2f} {mid:8.2f} {hi:8.2f}")
-                record.append({"variant": spec.name, "shape": f"{shape.label()}/{shape.tokens}", "dtype": dt,
+                record.append({"variant": spec.name, "defines": a.define, "shape": f"{shape.label()}/{shape.tokens}", "dtype": dt,
                                "event_timed_us": ev_us, "events": list(EVENTS),
                                "stamps_ns": [r[0].tolist() for r in runs]})
     if a.json:
