@@ -19,7 +19,7 @@
 // fewer k-splits or none (V2-Lite 4096: 128 tiles, no split, against 64 tiles x 2 splits). 256 is the engine's
 // width of before; a -D define chooses it (scripts/probe_axis.sh compares the two).
 #ifndef MLA_DECODE_BN1
-#define MLA_DECODE_BN1 256
+#define MLA_DECODE_BN1 128
 #endif
 static_assert(MLA_DECODE_BN1 == 128 || MLA_DECODE_BN1 == 256, "decode GEMM1 tile width: 128 or 256");
 #ifndef MLA_GEMM1_BN
