@@ -45,10 +45,6 @@
  *   w_up streams from DRAM while GEMM1 runs.
  */
 
-#ifndef MLA_TMAP_EARLY
-#define MLA_TMAP_EARLY 1
-#endif
-
 namespace mla {
 
 constexpr int BN = 256, BK = 64;  // BN: the GEMM2 tile's width (and GEMM1's, but for the 128-wide launches)
@@ -223,16 +219,6 @@ mla_tc_kernel(const __grid_constant__ CUtensorMap tm_hidden, const __grid_consta
     if (tid == 0) {
         MLA_MARK(EV_ENTRY);
         MLA_MARK(EV_SMID);
-#if MLA_TMAP_EARLY
-        // First thing: the descriptor fetches (a cold miss each, ~0.5 us before the first TMA can issue) overlap
-        // the barrier set-up, the block barrier and setmaxnreg (scripts/trace_tc.py's timeline; results/NOTES.md).
-        hop::prefetch_tmap(&tm_hidden);
-        hop::prefetch_tmap(&tm_wdown);
-        hop::prefetch_tmap(&tm_latent);
-        hop::prefetch_tmap(&tm_wk);
-        hop::prefetch_tmap(&tm_wv);
-        hop::prefetch_tmap(&tm_out);  // the GEMM2 epilogue's first store would otherwise fetch it then
-#endif
         for (int s = 0; s < STAGES; ++s) {
             hop::mbar_init(&full[s], 1);
             hop::mbar_init(&empty[s], 2);
@@ -247,13 +233,11 @@ mla_tc_kernel(const __grid_constant__ CUtensorMap tm_hidden, const __grid_consta
         // ------------------------------------------------------------ producer
         hop::setmaxnreg_dec<40>();
         if (tid == 0) {
-#if !MLA_TMAP_EARLY
             hop::prefetch_tmap(&tm_hidden);
             hop::prefetch_tmap(&tm_wdown);
             hop::prefetch_tmap(&tm_latent);
             hop::prefetch_tmap(&tm_wk);
             hop::prefetch_tmap(&tm_wv);
-#endif
             MLA_MARK(EV_P_TMAP);
             bool waited = false, prefetched = false;
             int it = 0;  // k-steps issued by this CTA so far (stage = it % STAGES)

@@ -18,10 +18,6 @@
 // GEMM1's tile width when M > 128 (128-row tiles): 128 gives twice the tiles of 256, so prefill fills the SMs with
 // fewer k-splits or none (V2-Lite 4096: 128 tiles, no split, against 64 tiles x 2 splits). 256 is the engine's
 // width of before; a -D define chooses it (scripts/probe_axis.sh compares the two).
-#ifndef MLA_DECODE_BN1
-#define MLA_DECODE_BN1 128
-#endif
-static_assert(MLA_DECODE_BN1 == 128 || MLA_DECODE_BN1 == 256, "decode GEMM1 tile width: 128 or 256");
 #ifndef MLA_GEMM1_BN
 #define MLA_GEMM1_BN 128
 #endif
@@ -246,7 +242,7 @@ static_assert(gemm1_rows64(4096, 256, 132) && gemm1_rows64(512, 512, 132) && gem
 
 // Tensor-core path (sm_90a, bf16 / fp16): GEMM1 launch (latent in the dtype, split k), then GEMM2 launch as its
 // programmatic dependent. BM (GEMM2's tile height): 64 up to 128 rows (decode), 128 above. GEMM1's tiles are
-// BM1 x BN1: 64 x 256 for decode; above, 128 x MLA_GEMM1_BN or (gemm1_rows64) 64 x 128.
+// BM1 x BN1: 64 x 128 for decode; above, 128 x MLA_GEMM1_BN or (gemm1_rows64) 64 x 128.
 // PINGPONG (two_stage_pp) and BM 128: GEMM2 is mla_pingpong.cuh's kernel instead of mla_tc_kernel's GEMM2 units;
 // GEMM1 is the same launch either way.
 template <typename T, int BM, int BM1, int BN1, bool PINGPONG>
@@ -301,7 +297,9 @@ bool run_two_stage_tc(const torch::Tensor& hidden, const torch::Tensor& w_down, 
                             stream, info))
         return false;
     if (M <= 128) {
-        launch_two_stage_tc<T, 64, 64, MLA_DECODE_BN1, PINGPONG>(hidden, w_down, w_up_k, w_up_v, out, M, D, R, N, dev,
+        // GEMM1 in 64 x 128 tiles: at DeepSeek-V3 size 4 tiles x 28 splits (112 CTAs, as 2 x 56 would be) with
+        // half the fp32 partial bytes of 64 x 256 tiles; measured -0.6 to -1.0 us at 64 tokens (results/NOTES.md)
+        launch_two_stage_tc<T, 64, 64, 128, PINGPONG>(hidden, w_down, w_up_k, w_up_v, out, M, D, R, N, dev,
                                                           info.sms, stream);
         return true;
     }
