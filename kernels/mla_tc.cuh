@@ -309,9 +309,7 @@ mla_tc_kernel(const __grid_constant__ CUtensorMap tm_hidden, const __grid_consta
                             hop::tma_load_2d(bs + b * B_BOX_BYTES, tb, bx + 64 * b, k * BK, &full[s]);
                     }
                     hop::tma_load_2d(smem + C::SMEM_A + s * A_BYTES, ta, k * BK, w.mt * BM, &full[s]);
-#ifdef MLA_TRACE
                     if (it == 0) MLA_MARK(EV_P_FIRST_TMA);
-#endif
                 }
                 if (w.gemm == 1) MLA_MARK(EV_P_G1_ISSUED); else MLA_MARK(EV_P_G2_ISSUED);
             }
@@ -341,9 +339,7 @@ mla_tc_kernel(const __grid_constant__ CUtensorMap tm_hidden, const __grid_consta
             for (int k = k0; k < k1; ++k, ++it) {
                 const int s = it % STAGES;
                 hop::mbar_wait(&full[s], (it / STAGES) & 1);
-#ifdef MLA_TRACE
                 if (ct == 0 && k == k0) { if (w.gemm == 1) MLA_MARK(EV_C_G1_FIRST); else MLA_MARK(EV_C_G2_FIRST); }
-#endif
                 const unsigned char* as = smem + C::SMEM_A + s * A_BYTES + wrow * 128;
                 const unsigned char* bs = smem + C::SMEM_B + s * B_BYTES + (wcol / 64) * B_BOX_BYTES;
                 const uint64_t da = hop::make_desc_sw128(as, 16, 1024);
@@ -364,9 +360,7 @@ mla_tc_kernel(const __grid_constant__ CUtensorMap tm_hidden, const __grid_consta
             hop::wgmma_wait<0>();
             hop::fence_acc(acc);
             if (prev >= 0 && t == 0) hop::mbar_arrive(&empty[prev]);
-#ifdef MLA_TRACE
             if (ct == 0) { if (w.gemm == 1) MLA_MARK(EV_C_G1_MAIN); else MLA_MARK(EV_C_G2_MAIN); }
-#endif
             const int row0 = w.mt * BM + wrow + r_in;  // fragment rows row0 and row0 + 8
             const int col0 = w.nt * TBN + wcol + 2 * q;  // fragment columns col0 + 8j, + 1
 

@@ -298,9 +298,9 @@ bool run_two_stage_tc(const torch::Tensor& hidden, const torch::Tensor& w_down, 
         return false;
     if (M <= 128) {
         // GEMM1 in 64 x 128 tiles: at DeepSeek-V3 size 4 tiles x 28 splits (112 CTAs, as 2 x 56 would be) with
-        // half the fp32 partial bytes of 64 x 256 tiles; measured -0.6 to -1.0 us at 64 tokens (results/NOTES.md)
+        // half the fp32 partial bytes of 64 x 256 tiles; measured -0.55 to -1.0 us at 64 tokens (results/NOTES.md)
         launch_two_stage_tc<T, 64, 64, 128, PINGPONG>(hidden, w_down, w_up_k, w_up_v, out, M, D, R, N, dev,
-                                                          info.sms, stream);
+                                                      info.sms, stream);
         return true;
     }
     if constexpr (MLA_GEMM1_BM64 == 1) {  // discarded (never instantiated) when 0: that build is the one of before

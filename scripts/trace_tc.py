@@ -8,6 +8,7 @@ add a little time, and run_bench.py times the untraced kernels.
 """
 import argparse
 import json
+import re
 import sys
 from pathlib import Path
 
@@ -39,7 +40,7 @@ torch::Tensor mla_trace_read() {
 
 def traced_extension(spec, defines=()):
     plain = runner.variant_extension(spec)
-    tag = "".join("_" + d.split("=")[-1] for d in defines)
+    tag = "".join("_" + re.sub(r"\W", "", d) for d in defines)  # each knob and value: its own build folder
     return build.ExtensionSource(plain.name + "_trace" + tag, plain.cuda_source + READER,
                                  plain.declarations + "torch::Tensor mla_trace_read();\n",
                                  (*plain.functions, "mla_trace_read"),
@@ -113,8 +114,8 @@ def main(argv=None):
                 runs = [one_run(mod, args, flush) for _ in range(a.runs)]
                 ev_us = sorted(r[1] for r in runs)[len(runs) // 2]
                 s = summarize(runs)
-                print(f"\n{spec.name} {' '.join(a.define)}  {shape.label()}/{shape.tokens}  {dt}: event-timed call {ev_us:.2f} µs "
-                      f"(median of {a.runs} cold runs), timer step {resolution_ns(runs)} ns")
+                print(f"\n{spec.name} {' '.join(a.define)}  {shape.label()}/{shape.tokens}  {dt}: event-timed call "
+                      f"{ev_us:.2f} µs (median of {a.runs} cold runs), timer step {resolution_ns(runs)} ns")
                 print(f"  {'launch':6s} {'event':22s} {'CTAs':>5s} {'first':>8s} {'median':>8s} {'last':>8s}")
                 for (launch, ev), (lo, mid, hi, n) in sorted(s.items(), key=lambda kv: (kv[0][0], kv[1][1])):
                     print(f"  {launch:<6d} {EVENTS[ev]:22s} {n:5d} {lo:8.2f} {mid:8.2f} {hi:8.2f}")
