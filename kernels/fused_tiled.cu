@@ -682,7 +682,7 @@ void run_fused(const torch::Tensor& hidden, const torch::Tensor& w_down, const t
 // BM 64 tiles, and every CTA prefetches its w_up tiles into L2 while GEMM1 runs, so each weight is read from DRAM
 // once and the w_up stream overlaps GEMM1. The latent (M x R, the dtype) goes through L2 only.
 template <typename T, int BM>
-bool launch_fused_tc(const torch::Tensor& hidden, const torch::Tensor& w_down, const torch::Tensor& w_up_k,
+void launch_fused_tc(const torch::Tensor& hidden, const torch::Tensor& w_down, const torch::Tensor& w_up_k,
                      const torch::Tensor& w_up_v, torch::Tensor& out, int M, int D, int R, int N, int dev, int sms,
                      cudaStream_t stream) {
     using C = mla::Cfg<BM>;
@@ -690,13 +690,8 @@ bool launch_fused_tc(const torch::Tensor& hidden, const torch::Tensor& w_down, c
     const int tiles1 = p.n_mt * p.n_nt1;
     auto latent = torch::empty({int64_t(M), int64_t(R)}, hidden.options());
     torch::Tensor ws;
-    const size_t n_cnt = size_t(tiles1 + 2 * p.n_mt), off = mla::sums_offset(n_cnt);
-    const bool sums = MLA_SPLIT_RED != 0 && p.splits > 1;  // the fp32 split sums follow the counters
-    int* cnt = mla::counters_or_null(dev, sums ? off + size_t(tiles1) * C::PART_F4 * 4 : n_cnt, stream);
-    if (cnt == nullptr) return false;  // would grow inside a capture: the SIMT path
-    if (sums) {
-        p.ws = reinterpret_cast<float4*>(cnt + off);
-    } else if (p.splits > 1) {
+    int* cnt = mla::counters(dev, size_t(tiles1 + 2 * p.n_mt), stream);
+    if (p.splits > 1) {
         ws = torch::empty({int64_t(tiles1) * p.splits * C::PART_F4 * 4}, hidden.options().dtype(torch::kFloat32));
         p.ws = reinterpret_cast<float4*>(ws.data_ptr());
     }
@@ -714,7 +709,6 @@ bool launch_fused_tc(const torch::Tensor& hidden, const torch::Tensor& w_down, c
     mla::set_smem_attr<T, BM>(dev);
     // One CTA per SM and grid <= #SMs: every CTA is resident at once, which the split-k and ready waits need.
     mla::launch<T, BM>(maps, p, std::min(sms, p.units1 + p.units2), false, stream);
-    return true;
 }
 
 // False when the shape, alignment, device or build does not allow the tensor-core path (then: the SIMT paths).
@@ -727,8 +721,11 @@ bool run_fused_tc(const torch::Tensor& hidden, const torch::Tensor& w_down, cons
     const size_t need = size_t(kv::cdiv(M, bm)) * (kv::cdiv(R, mla::BN) + 2);  // split counters, ready and consumed flags
     kv::DevInfo info;
     if (!mla::tc_path_ready(hidden, w_down, w_up_k, w_up_v, out, D, R, N, need, 0, dev, stream, info)) return false;
-    if (bm == 64) return launch_fused_tc<T, 64>(hidden, w_down, w_up_k, w_up_v, out, M, D, R, N, dev, info.sms, stream);
-    return launch_fused_tc<T, 128>(hidden, w_down, w_up_k, w_up_v, out, M, D, R, N, dev, info.sms, stream);
+    if (bm == 64)
+        launch_fused_tc<T, 64>(hidden, w_down, w_up_k, w_up_v, out, M, D, R, N, dev, info.sms, stream);
+    else
+        launch_fused_tc<T, 128>(hidden, w_down, w_up_k, w_up_v, out, M, D, R, N, dev, info.sms, stream);
+    return true;
 }
 
 }  // namespace

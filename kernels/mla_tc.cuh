@@ -47,12 +47,6 @@
 
 namespace mla {
 
-// GEMM1's split-k: 0 = partials stored, the S splits of a tile wait for each other and each reduces a slice;
-// 1 = each split adds its partial into one fp32 tile in L2 (red.add), the last to arrive converts it (probe axis).
-#ifndef MLA_SPLIT_RED
-#define MLA_SPLIT_RED 0
-#endif
-
 constexpr int BN = 256, BK = 64;  // BN: the GEMM2 tile's width (and GEMM1's, but for the 128-wide launches)
 constexpr int SPLIT_LOADS = 24;   // split-k partial loads a consumer thread keeps in flight while it reduces
 constexpr int THREADS = 384;
@@ -91,6 +85,8 @@ struct Params {
     int n_mt;         // row tiles: ceil(M / BM)
     int n_nt1;        // latent column tiles: ceil(R / GEMM1's tile width)
     int splits;       // GEMM1 k-splits (each non-empty)
+    int reducers;     // splits 0 .. reducers-1 of a tile wait for all its partials and reduce 1/reducers each; the
+                      // others leave after storing theirs (their SMs free for the next launch)
     int kps1;         // GEMM1 k-steps per split
     int ksteps1;      // ceil(D / BK)
     int ksteps2;      // ceil(R / BK)
@@ -102,7 +98,7 @@ struct Params {
     int fused;        // GEMM2 units wait for ready[mt] == n_nt1; GEMM1 tiles bump it
     int prefetch2;    // fused: before its first GEMM2 unit a producer prefetches all its GEMM2 B tiles into L2
     int pdl_wait;     // GEMM2 producer waits for the previous grid (programmatic dependent launch)
-    float4* ws;       // GEMM1 partials: [tile][split][PART_F4]; MLA_SPLIT_RED: fp32 sums [tile][PART_F4], zero at rest
+    float4* ws;       // GEMM1 partials: [tile][split][PART_F4]
     int* split_cnt;   // per GEMM1 tile (n_mt * n_nt1), self-resetting
     int* ready;       // per row tile, self-resetting (fused)
     int* consumed;    // per row tile: GEMM2 units that passed the ready wait (fused)
@@ -156,12 +152,6 @@ __device__ __forceinline__ int ld_acquire(const int* p) {
 // the decode critical path (the form of before: b4afe6f's MLA_SPLIT_SYNC=0; results/NOTES.md has the probe).
 __device__ __forceinline__ void red_release(int* p, int v) {
     asm volatile("red.release.gpu.global.add.s32 [%0], %1;\n" ::"l"(p), "r"(v) : "memory");
-}
-// Fire-and-forget fp32 add of 4 floats in L2 (sm_90: vector red); relaxed, ordered by a later release.
-__device__ __forceinline__ void red_add_f4(float4* p, float4 v) {
-    asm volatile("red.relaxed.gpu.global.add.v4.f32 [%0], {%1, %2, %3, %4};\n" ::"l"(p), "f"(v.x), "f"(v.y), "f"(v.z),
-                 "f"(v.w)
-                 : "memory");
 }
 __device__ __forceinline__ int atom_add_acq_rel(int* p, int v) {
     int old;
@@ -409,38 +399,6 @@ mla_tc_kernel(const __grid_constant__ CUtensorMap tm_hidden, const __grid_consta
                     hop::named_barrier(1, 256);  // both consumer warpgroups' latent stores, then one release
                     if (ct == 0) red_release(&p.ready[w.mt], 1);
                 }
-            } else if constexpr (MLA_SPLIT_RED != 0) {
-                // ---- GEMM1 epilogue, split k: partial added into the tile's fp32 sum in L2; the last split converts
-                const int tile = w.nt * p.n_mt + w.mt;
-                float4* sum_t = p.ws + size_t(tile) * PART_F4;
-#pragma unroll
-                for (int j = 0; j < WN / 8; ++j)
-                    red_add_f4(sum_t + j * 256 + ct, make_float4(acc[4 * j], acc[4 * j + 1], acc[4 * j + 2], acc[4 * j + 3]));
-                hop::named_barrier(1, 256);  // this CTA's adds are issued (ordered before thread 0's release)
-                volatile int* last = reinterpret_cast<volatile int*>(smem + C::SMEM_C);  // no TMA store in GEMM1
-                if (ct == 0) {
-                    MLA_MARK(EV_C_G1_PART);
-                    // acq_rel: releases this CTA's adds; the last arrival acquires every other split's
-                    *last = atom_add_acq_rel(&p.split_cnt[tile], 1) == p.splits - 1;
-                    MLA_MARK(EV_C_G1_WAIT);
-                }
-                hop::named_barrier(1, 256);
-                if (*last) {
-                    const float4 zero = make_float4(0.f, 0.f, 0.f, 0.f);
-#pragma unroll
-                    for (int j = 0; j < WN / 8; ++j) {
-                        const float4 v = __ldcg(sum_t + j * 256 + ct);
-                        __stcg(sum_t + j * 256 + ct, zero);  // self-resetting: zero for the next launch
-                        store_latent2<T>(lat, p, row0, col0 + 8 * j, v.x, v.y);
-                        store_latent2<T>(lat, p, row0 + 8, col0 + 8 * j, v.z, v.w);
-                    }
-                    hop::named_barrier(1, 256);  // the tile's latent is stored
-                    if (ct == 0) {
-                        MLA_MARK(EV_C_G1_RED);
-                        p.split_cnt[tile] = 0;
-                        if (p.fused) red_release(&p.ready[w.mt], 1);
-                    }
-                }
             } else {
                 // ---- GEMM1 epilogue, split k: partial -> workspace; wait for the tile's S partials; reduce a slice
                 const int tile = w.nt * p.n_mt + w.mt;
@@ -449,16 +407,19 @@ mla_tc_kernel(const __grid_constant__ CUtensorMap tm_hidden, const __grid_consta
                 for (int j = 0; j < WN / 8; ++j)
                     __stcg(part + j * 256 + ct, make_float4(acc[4 * j], acc[4 * j + 1], acc[4 * j + 2], acc[4 * j + 3]));
                 hop::named_barrier(1, 256);  // this CTA's partial is stored (ordered before thread 0's release)
+                const bool reducer = w.ks < p.reducers;  // CTA-uniform
                 if (ct == 0) {
                     MLA_MARK(EV_C_G1_PART);
                     red_release(&p.split_cnt[tile], 1);
-                    while (ld_acquire(&p.split_cnt[tile]) < p.splits) __nanosleep(64);
+                    if (reducer)
+                        while (ld_acquire(&p.split_cnt[tile]) < p.splits) __nanosleep(64);
                     MLA_MARK(EV_C_G1_WAIT);
                 }
+                if (!reducer) continue;  // the partial is released: nothing left for this CTA in this unit
                 hop::named_barrier(1, 256);  // thread 0 acquired every split's partial: the whole CTA may read them
                 const float4* tp = p.ws + size_t(tile) * p.splits * PART_F4;
-                const int e0 = int((long long)w.ks * PART_F4 / p.splits);
-                const int e1 = int((long long)(w.ks + 1) * PART_F4 / p.splits);
+                const int e0 = int((long long)w.ks * PART_F4 / p.reducers);
+                const int e1 = int((long long)(w.ks + 1) * PART_F4 / p.reducers);
                 // Store the slice element e (= j * 256 + c: consumer thread c's fragment group j).
                 auto store_elem = [&](int e, float4 v) {
                     const int j = e >> 8, c = e & 255;
@@ -512,7 +473,7 @@ mla_tc_kernel(const __grid_constant__ CUtensorMap tm_hidden, const __grid_consta
                     MLA_MARK(EV_C_G1_RED);
                     // acq_rel: the last arrival acquires every slice's release before publishing the row tile
                     const int old = atom_add_acq_rel(&p.split_cnt[tile], 1);
-                    if (old == 2 * p.splits - 1) {  // every slice of the tile is stored
+                    if (old == p.splits + p.reducers - 1) {  // every slice of the tile is stored
                         p.split_cnt[tile] = 0;
                         if (p.fused) red_release(&p.ready[w.mt], 1);
                     }
@@ -567,6 +528,7 @@ inline Params make_params(int BM, int bn1, int M, int D, int R, int N, int split
     int s = std::max(1, std::min(splits_wanted, p.ksteps1));
     p.kps1 = kv::cdiv(p.ksteps1, s);
     p.splits = kv::cdiv(p.ksteps1, p.kps1);  // every split non-empty
+    p.reducers = p.splits;
     p.n_nt2 = 2 * N / BN;
     p.nt2_v = N / BN;
     p.units1 = p.n_mt * p.n_nt1 * p.splits;
@@ -614,19 +576,6 @@ static inline int* counters(int dev, size_t n, cudaStream_t stream) {
     return c.buf[dev];
 }
 
-// counters(dev, n), or nullptr when the buffer would have to grow inside a stream capture (the caller falls back).
-static inline int* counters_or_null(int dev, size_t n, cudaStream_t stream) {
-    if (int* c = counters_if_ready(dev, n)) return c;
-    cudaStreamCaptureStatus cap = cudaStreamCaptureStatusNone;
-    C10_CUDA_CHECK(cudaStreamIsCapturing(stream, &cap));
-    if (cap != cudaStreamCaptureStatusNone) return nullptr;
-    return counters(dev, n, stream);
-}
-
-// MLA_SPLIT_RED: the fp32 split-k sums (PART_F4 float4s per GEMM1 tile) follow a launch's `n_counters` counters in
-// the same zeroed buffer, from this int offset (256-byte aligned); the tiles' last splits return them to zero.
-inline size_t sums_offset(size_t n_counters) { return (n_counters + 63) / 64 * 64; }
-
 // The checks of every tensor-core entry before it launches: shape_ok, sm_90a code in this build and on this device,
 // shared memory for every tile shape and for `extra_smem` (a caller's own schedule), and `need` counters allocated,
 // now if need be (a buffer cannot grow inside a stream capture, so a capture falls back). False: the SIMT path.
@@ -640,7 +589,13 @@ inline bool tc_path_ready(const torch::Tensor& hidden, const torch::Tensor& w_do
     if (info.optin < Cfg<128>::SMEM_ALLOC || info.optin < Cfg<64>::SMEM_ALLOC || info.optin < Cfg<128, 128>::SMEM_ALLOC ||
         info.optin < Cfg<64, 128>::SMEM_ALLOC || info.optin < extra_smem)
         return false;
-    return counters_or_null(dev, need, stream) != nullptr;
+    if (counters_if_ready(dev, need) == nullptr) {
+        cudaStreamCaptureStatus cap = cudaStreamCaptureStatusNone;
+        C10_CUDA_CHECK(cudaStreamIsCapturing(stream, &cap));
+        if (cap != cudaStreamCaptureStatusNone) return false;
+        counters(dev, need, stream);
+    }
+    return true;
 }
 
 // static: the "attribute set" flag must belong to this extension's kernel, not be shared (GNU unique) with

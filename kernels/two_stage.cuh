@@ -22,6 +22,11 @@
 #define MLA_GEMM1_BN 128
 #endif
 static_assert(MLA_GEMM1_BN == 128 || MLA_GEMM1_BN == 256, "GEMM1 tile width: 128 or 256");
+// GEMM1 split-k: how many splits of a tile reduce it (0: all; else at most this many, the rest leave early).
+#ifndef MLA_SPLIT_REDUCERS
+#define MLA_SPLIT_REDUCERS 0
+#endif
+
 // 1: when M > 128 and the 128 x 128 GEMM1 tiles are too few for the SMs (gemm1_rows64), GEMM1 uses 64 x 128 tiles
 // instead (MiniCPM3 4096: 128 tiles, no split, against 64 tiles x 2 splits). 0: the 128-row GEMM1 tiles always.
 #ifndef MLA_GEMM1_BM64
@@ -246,7 +251,7 @@ static_assert(gemm1_rows64(4096, 256, 132) && gemm1_rows64(512, 512, 132) && gem
 // PINGPONG (two_stage_pp) and BM 128: GEMM2 is mla_pingpong.cuh's kernel instead of mla_tc_kernel's GEMM2 units;
 // GEMM1 is the same launch either way.
 template <typename T, int BM, int BM1, int BN1, bool PINGPONG>
-bool launch_two_stage_tc(const torch::Tensor& hidden, const torch::Tensor& w_down, const torch::Tensor& w_up_k,
+void launch_two_stage_tc(const torch::Tensor& hidden, const torch::Tensor& w_down, const torch::Tensor& w_up_k,
                          const torch::Tensor& w_up_v, torch::Tensor& out, int M, int D, int R, int N, int dev,
                          int sms, cudaStream_t stream) {
     using C = mla::Cfg<BM1, BN1>;
@@ -254,21 +259,14 @@ bool launch_two_stage_tc(const torch::Tensor& hidden, const torch::Tensor& w_dow
     // (p's GEMM2 fields are unused: its launch runs units [0, units1) only).
     mla::Params p = mla::make_params(BM1, BN1, M, D, R, N, mla::pick_splits(BM1, BN1, M, R, sms, MLA_GEMM1_SPLIT_CAP));
     const mla::Params q2 = mla::make_params(BM, mla::BN, M, D, R, N, 1);
+    if (MLA_SPLIT_REDUCERS > 0) p.reducers = std::min(p.splits, MLA_SPLIT_REDUCERS);
     const int tiles1 = p.n_mt * p.n_nt1;
     auto latent = torch::empty({int64_t(M), int64_t(R)}, hidden.options());
     torch::Tensor ws;
     if (p.splits > 1) {
-        if constexpr (MLA_SPLIT_RED != 0) {
-            const size_t off = mla::sums_offset(size_t(tiles1));
-            int* buf = mla::counters_or_null(dev, off + size_t(tiles1) * C::PART_F4 * 4, stream);
-            if (buf == nullptr) return false;  // would grow inside a capture: the SIMT path
-            p.split_cnt = buf;
-            p.ws = reinterpret_cast<float4*>(buf + off);
-        } else {
-            ws = torch::empty({int64_t(tiles1) * p.splits * C::PART_F4 * 4}, hidden.options().dtype(torch::kFloat32));
-            p.ws = reinterpret_cast<float4*>(ws.data_ptr());
-            p.split_cnt = mla::counters(dev, size_t(tiles1), stream);
-        }
+        ws = torch::empty({int64_t(tiles1) * p.splits * C::PART_F4 * 4}, hidden.options().dtype(torch::kFloat32));
+        p.ws = reinterpret_cast<float4*>(ws.data_ptr());
+        p.split_cnt = mla::counters(dev, size_t(tiles1), stream);
     }
     p.latent = latent.data_ptr();
     const mla::Maps maps = mla::make_maps<T, BM1, BM>(hidden.data_ptr(), w_down.data_ptr(), w_up_k.data_ptr(),
@@ -292,7 +290,6 @@ bool launch_two_stage_tc(const torch::Tensor& hidden, const torch::Tensor& w_dow
         p2.pdl_wait = 1;
         mla::launch<T, BM>(maps, p2, std::min(q2.units2, sms), true, stream);
     }
-    return true;
 }
 
 // False when the shape, alignment, device or build does not allow the tensor-core path (then: the SIMT path).
@@ -308,17 +305,20 @@ bool run_two_stage_tc(const torch::Tensor& hidden, const torch::Tensor& w_down, 
     if (M <= 128) {
         // GEMM1 in 64 x 128 tiles: at DeepSeek-V3 size 4 tiles x 28 splits (112 CTAs, as 2 x 56 would be) with
         // half the fp32 partial bytes of 64 x 256 tiles; measured -0.55 to -1.0 us at 64 tokens (results/NOTES.md)
-        return launch_two_stage_tc<T, 64, 64, 128, PINGPONG>(hidden, w_down, w_up_k, w_up_v, out, M, D, R, N, dev,
-                                                             info.sms, stream);
+        launch_two_stage_tc<T, 64, 64, 128, PINGPONG>(hidden, w_down, w_up_k, w_up_v, out, M, D, R, N, dev,
+                                                      info.sms, stream);
+        return true;
     }
     if constexpr (MLA_GEMM1_BM64 == 1) {  // discarded (never instantiated) when 0: that build is the one of before
         if (gemm1_rows64(M, R, info.sms)) {
-            return launch_two_stage_tc<T, 128, 64, 128, PINGPONG>(hidden, w_down, w_up_k, w_up_v, out, M, D, R, N,
-                                                                  dev, info.sms, stream);
+            launch_two_stage_tc<T, 128, 64, 128, PINGPONG>(hidden, w_down, w_up_k, w_up_v, out, M, D, R, N, dev,
+                                                           info.sms, stream);
+            return true;
         }
     }
-    return launch_two_stage_tc<T, 128, 128, MLA_GEMM1_BN, PINGPONG>(hidden, w_down, w_up_k, w_up_v, out, M, D, R, N,
-                                                                    dev, info.sms, stream);
+    launch_two_stage_tc<T, 128, 128, MLA_GEMM1_BN, PINGPONG>(hidden, w_down, w_up_k, w_up_v, out, M, D, R, N, dev,
+                                                             info.sms, stream);
+    return true;
 }
 
 // The whole of a two-stage forward; PINGPONG selects the GEMM2 schedule of the tensor-core path at M > 128.
