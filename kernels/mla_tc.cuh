@@ -96,7 +96,8 @@ struct Params {
     int first, last;  // this launch runs units [first, last) of the combined list
     int group_mt;     // GEMM2 rasterization group (row tiles)
     int fused;        // GEMM2 units wait for ready[mt] == n_nt1; GEMM1 tiles bump it
-    int prefetch2;    // fused: before its first GEMM2 unit a producer prefetches all its GEMM2 B tiles into L2
+    int prefetch2;    // 1 (fused): before its first GEMM2 unit a producer prefetches all its GEMM2 B tiles into L2;
+                      // 2 (two_stage): after pre-filling its stages, the B boxes beyond them
     int pdl_wait;     // GEMM2 producer waits for the previous grid (programmatic dependent launch)
     float4* ws;       // GEMM1 partials: [tile][split][PART_F4]
     int* split_cnt;   // per GEMM1 tile (n_mt * n_nt1), self-resetting
@@ -260,7 +261,7 @@ mla_tc_kernel(const __grid_constant__ CUtensorMap tm_hidden, const __grid_consta
                 } else {
                     tb = w.nt < p.nt2_v ? &tm_wk : &tm_wv;
                     bx = (w.nt < p.nt2_v ? w.nt : w.nt - p.nt2_v) * BN;
-                    if (p.prefetch2 && !prefetched) {  // all of this CTA's GEMM2 B tiles -> L2 while GEMM1 runs
+                    if (p.prefetch2 == 1 && !prefetched) {  // all of this CTA's GEMM2 B tiles -> L2 while GEMM1 runs
                         for (int u2 = u; u2 < p.last; u2 += gridDim.x) {
                             const Unit w2 = decode_unit(u2, p);
                             const CUtensorMap* tb2 = w2.nt < p.nt2_v ? &tm_wk : &tm_wv;
@@ -283,6 +284,18 @@ mla_tc_kernel(const __grid_constant__ CUtensorMap tm_hidden, const __grid_consta
                             for (int b = 0; b < TBN / 64; ++b)
                                 hop::tma_load_2d(bs + b * B_BOX_BYTES, tb, bx + 64 * b, (k0 + j) * BK, &full[s]);
                         }
+                    }
+                    if (p.prefetch2 == 2 && !prefetched) {
+                        // two_stage's decode GEMM2: the B boxes beyond the pre-filled stages -> L2 while the latent
+                        // is being made (GEMM1's loads are done by then)
+                        for (int u2 = u; u2 < p.last; u2 += gridDim.x) {
+                            const Unit w2 = decode_unit(u2, p);
+                            const CUtensorMap* tb2 = w2.nt < p.nt2_v ? &tm_wk : &tm_wv;
+                            const int bx2 = (w2.nt < p.nt2_v ? w2.nt : w2.nt - p.nt2_v) * BN;
+                            for (int k = u2 == u ? k0 + pre : 0; k < p.ksteps2; ++k)
+                                for (int b = 0; b < BN / 64; ++b) hop::tma_prefetch_2d(tb2, bx2 + 64 * b, k * BK);
+                        }
+                        prefetched = true;
                     }
                     MLA_MARK(EV_P_G2_PRE);
                     if (p.pdl_wait && !waited) {
