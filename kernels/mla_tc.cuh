@@ -85,8 +85,6 @@ struct Params {
     int n_mt;         // row tiles: ceil(M / BM)
     int n_nt1;        // latent column tiles: ceil(R / GEMM1's tile width)
     int splits;       // GEMM1 k-splits (each non-empty)
-    int reducers;     // splits 0 .. reducers-1 of a tile wait for all its partials and reduce 1/reducers each; the
-                      // others leave after storing theirs (their SMs free for the next launch)
     int kps1;         // GEMM1 k-steps per split
     int ksteps1;      // ceil(D / BK)
     int ksteps2;      // ceil(R / BK)
@@ -96,8 +94,7 @@ struct Params {
     int first, last;  // this launch runs units [first, last) of the combined list
     int group_mt;     // GEMM2 rasterization group (row tiles)
     int fused;        // GEMM2 units wait for ready[mt] == n_nt1; GEMM1 tiles bump it
-    int prefetch2;    // 1 (fused): before its first GEMM2 unit a producer prefetches all its GEMM2 B tiles into L2;
-                      // 2 (two_stage): after pre-filling its stages, the B boxes beyond them
+    int prefetch2;    // fused: before its first GEMM2 unit a producer prefetches all its GEMM2 B tiles into L2
     int pdl_wait;     // GEMM2 producer waits for the previous grid (programmatic dependent launch)
     float4* ws;       // GEMM1 partials: [tile][split][PART_F4]
     int* split_cnt;   // per GEMM1 tile (n_mt * n_nt1), self-resetting
@@ -261,7 +258,7 @@ mla_tc_kernel(const __grid_constant__ CUtensorMap tm_hidden, const __grid_consta
                 } else {
                     tb = w.nt < p.nt2_v ? &tm_wk : &tm_wv;
                     bx = (w.nt < p.nt2_v ? w.nt : w.nt - p.nt2_v) * BN;
-                    if (p.prefetch2 == 1 && !prefetched) {  // all of this CTA's GEMM2 B tiles -> L2 while GEMM1 runs
+                    if (p.prefetch2 && !prefetched) {  // all of this CTA's GEMM2 B tiles -> L2 while GEMM1 runs
                         for (int u2 = u; u2 < p.last; u2 += gridDim.x) {
                             const Unit w2 = decode_unit(u2, p);
                             const CUtensorMap* tb2 = w2.nt < p.nt2_v ? &tm_wk : &tm_wv;
@@ -284,18 +281,6 @@ mla_tc_kernel(const __grid_constant__ CUtensorMap tm_hidden, const __grid_consta
                             for (int b = 0; b < TBN / 64; ++b)
                                 hop::tma_load_2d(bs + b * B_BOX_BYTES, tb, bx + 64 * b, (k0 + j) * BK, &full[s]);
                         }
-                    }
-                    if (p.prefetch2 == 2 && !prefetched) {
-                        // two_stage's decode GEMM2: the B boxes beyond the pre-filled stages -> L2 while the latent
-                        // is being made (GEMM1's loads are done by then)
-                        for (int u2 = u; u2 < p.last; u2 += gridDim.x) {
-                            const Unit w2 = decode_unit(u2, p);
-                            const CUtensorMap* tb2 = w2.nt < p.nt2_v ? &tm_wk : &tm_wv;
-                            const int bx2 = (w2.nt < p.nt2_v ? w2.nt : w2.nt - p.nt2_v) * BN;
-                            for (int k = u2 == u ? k0 + pre : 0; k < p.ksteps2; ++k)
-                                for (int b = 0; b < BN / 64; ++b) hop::tma_prefetch_2d(tb2, bx2 + 64 * b, k * BK);
-                        }
-                        prefetched = true;
                     }
                     MLA_MARK(EV_P_G2_PRE);
                     if (p.pdl_wait && !waited) {
@@ -420,19 +405,16 @@ mla_tc_kernel(const __grid_constant__ CUtensorMap tm_hidden, const __grid_consta
                 for (int j = 0; j < WN / 8; ++j)
                     __stcg(part + j * 256 + ct, make_float4(acc[4 * j], acc[4 * j + 1], acc[4 * j + 2], acc[4 * j + 3]));
                 hop::named_barrier(1, 256);  // this CTA's partial is stored (ordered before thread 0's release)
-                const bool reducer = w.ks < p.reducers;  // CTA-uniform
                 if (ct == 0) {
                     MLA_MARK(EV_C_G1_PART);
                     red_release(&p.split_cnt[tile], 1);
-                    if (reducer)
-                        while (ld_acquire(&p.split_cnt[tile]) < p.splits) __nanosleep(64);
+                    while (ld_acquire(&p.split_cnt[tile]) < p.splits) __nanosleep(64);
                     MLA_MARK(EV_C_G1_WAIT);
                 }
-                if (!reducer) continue;  // the partial is released: nothing left for this CTA in this unit
                 hop::named_barrier(1, 256);  // thread 0 acquired every split's partial: the whole CTA may read them
                 const float4* tp = p.ws + size_t(tile) * p.splits * PART_F4;
-                const int e0 = int((long long)w.ks * PART_F4 / p.reducers);
-                const int e1 = int((long long)(w.ks + 1) * PART_F4 / p.reducers);
+                const int e0 = int((long long)w.ks * PART_F4 / p.splits);
+                const int e1 = int((long long)(w.ks + 1) * PART_F4 / p.splits);
                 // Store the slice element e (= j * 256 + c: consumer thread c's fragment group j).
                 auto store_elem = [&](int e, float4 v) {
                     const int j = e >> 8, c = e & 255;
@@ -486,7 +468,7 @@ mla_tc_kernel(const __grid_constant__ CUtensorMap tm_hidden, const __grid_consta
                     MLA_MARK(EV_C_G1_RED);
                     // acq_rel: the last arrival acquires every slice's release before publishing the row tile
                     const int old = atom_add_acq_rel(&p.split_cnt[tile], 1);
-                    if (old == p.splits + p.reducers - 1) {  // every slice of the tile is stored
+                    if (old == 2 * p.splits - 1) {  // every slice of the tile is stored
                         p.split_cnt[tile] = 0;
                         if (p.fused) red_release(&p.ready[w.mt], 1);
                     }
@@ -541,7 +523,6 @@ inline Params make_params(int BM, int bn1, int M, int D, int R, int N, int split
     int s = std::max(1, std::min(splits_wanted, p.ksteps1));
     p.kps1 = kv::cdiv(p.ksteps1, s);
     p.splits = kv::cdiv(p.ksteps1, p.kps1);  // every split non-empty
-    p.reducers = p.splits;
     p.n_nt2 = 2 * N / BN;
     p.nt2_v = N / BN;
     p.units1 = p.n_mt * p.n_nt1 * p.splits;

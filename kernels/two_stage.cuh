@@ -22,17 +22,6 @@
 #define MLA_GEMM1_BN 128
 #endif
 static_assert(MLA_GEMM1_BN == 128 || MLA_GEMM1_BN == 256, "GEMM1 tile width: 128 or 256");
-// GEMM1 split-k: how many splits of a tile reduce it (0: all; else at most this many, the rest leave early).
-#ifndef MLA_SPLIT_REDUCERS
-#define MLA_SPLIT_REDUCERS 0
-#endif
-
-// Decode GEMM2: 1 = each CTA prefetches its w_up boxes beyond the pre-filled stages into L2 while it waits for the
-// latent; 0 = no prefetch.
-#ifndef MLA_G2_PREFETCH
-#define MLA_G2_PREFETCH 0
-#endif
-
 // 1: when M > 128 and the 128 x 128 GEMM1 tiles are too few for the SMs (gemm1_rows64), GEMM1 uses 64 x 128 tiles
 // instead (MiniCPM3 4096: 128 tiles, no split, against 64 tiles x 2 splits). 0: the 128-row GEMM1 tiles always.
 #ifndef MLA_GEMM1_BM64
@@ -265,7 +254,6 @@ void launch_two_stage_tc(const torch::Tensor& hidden, const torch::Tensor& w_dow
     // (p's GEMM2 fields are unused: its launch runs units [0, units1) only).
     mla::Params p = mla::make_params(BM1, BN1, M, D, R, N, mla::pick_splits(BM1, BN1, M, R, sms, MLA_GEMM1_SPLIT_CAP));
     const mla::Params q2 = mla::make_params(BM, mla::BN, M, D, R, N, 1);
-    if (MLA_SPLIT_REDUCERS > 0) p.reducers = std::min(p.splits, MLA_SPLIT_REDUCERS);
     const int tiles1 = p.n_mt * p.n_nt1;
     auto latent = torch::empty({int64_t(M), int64_t(R)}, hidden.options());
     torch::Tensor ws;
@@ -294,7 +282,6 @@ void launch_two_stage_tc(const torch::Tensor& hidden, const torch::Tensor& w_dow
         p2.first = q2.units1;
         p2.last = q2.units1 + q2.units2;
         p2.pdl_wait = 1;
-        if (BM == 64 && MLA_G2_PREFETCH) p2.prefetch2 = 2;
         mla::launch<T, BM>(maps, p2, std::min(q2.units2, sms), true, stream);
     }
 }
