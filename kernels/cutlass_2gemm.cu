@@ -39,6 +39,16 @@
 #ifndef CUTLASS_G1_ATOMIC
 #define CUTLASS_G1_ATOMIC 1
 #endif
+// Probe knobs of the up-projection (NOTES, session 2026-12-02 second):
+//   CUTLASS_G2_TILE     0: 128x128 ping-pong (above); 1: 128x256 cooperative; 2: 256x128 cooperative (M > 128)
+//   CUTLASS_G2_BATCHED  1: k and v in one launch, a batch of 2 (w_up_v's offset from w_up_k as B's batch stride,
+//                       N as D's); 0 or a w_up_v below w_up_k in memory: two launches
+#ifndef CUTLASS_G2_TILE
+#define CUTLASS_G2_TILE 0
+#endif
+#ifndef CUTLASS_G2_BATCHED
+#define CUTLASS_G2_BATCHED 0
+#endif
 
 #include "kv_common.cuh"
 
@@ -59,6 +69,7 @@ using cute::_1;  // using-declarations: `using namespace cute` would make the an
 using cute::_2;
 using cute::_64;
 using cute::_128;
+using cute::_256;
 
 // The static shared memory of this kernel tells the host which image the device would run: none when the
 // image was compiled for sm_90a (TMA, wgmma, setmaxnreg), 16 bytes otherwise. Never launched.
@@ -74,7 +85,7 @@ __global__ void sm90a_probe_kernel(int* out) {
 
 // One row-major GEMM D(M, N) = A(M, K) @ B(K, N), fp32 accumulation, D in the element type, no C operand.
 template <class Element, class TileShape, class ClusterShape, class KernelSchedule, class EpilogueSchedule,
-          class Scheduler>
+          class Scheduler, class StrideA = cute::Stride<int64_t, _1, int64_t>>
 struct RowMajorGemm {
     using Layout = cutlass::layout::RowMajor;
     static constexpr int kAlign = 16 / sizeof(Element);  // TMA: 16-byte rows
@@ -83,7 +94,7 @@ struct RowMajorGemm {
         cutlass::epilogue::collective::EpilogueTileAuto, float, float, void, Layout, kAlign, Element, Layout, kAlign,
         EpilogueSchedule, cutlass::epilogue::fusion::LinearCombination<Element, float, void, float>>::CollectiveOp;
     using Mainloop = typename cutlass::gemm::collective::CollectiveBuilder<
-        cutlass::arch::Sm90, cutlass::arch::OpClassTensorOp, Element, Layout, kAlign, Element, Layout, kAlign, float,
+        cutlass::arch::Sm90, cutlass::arch::OpClassTensorOp, Element, StrideA, kAlign, Element, Layout, kAlign, float,
         TileShape, ClusterShape,
         cutlass::gemm::collective::StageCountAutoCarveout<int(sizeof(typename Epilogue::SharedStorage))>,
         KernelSchedule>::CollectiveOp;
@@ -95,14 +106,27 @@ template <class Element>
 using LatentGemm = RowMajorGemm<Element, cute::Shape<_128, _128, _64>, cute::Shape<_1, _1, _1>,
                                 cutlass::gemm::KernelTmaWarpSpecializedCooperative,
                                 cutlass::epilogue::TmaWarpSpecializedCooperative, cutlass::gemm::StreamKScheduler>;
+// The up-projection's A (the latent) has a batch stride of static zero: k and v, run as a batch of 2, read one latent.
+using LatentStride = cute::Stride<int64_t, _1, cute::Int<0>>;
+#if CUTLASS_G2_TILE == 0
 template <class Element>
 using UpGemmLarge = RowMajorGemm<Element, cute::Shape<_128, _128, _64>, cute::Shape<_2, _1, _1>,
                                  cutlass::gemm::KernelTmaWarpSpecializedPingpong, cutlass::epilogue::TmaWarpSpecialized,
-                                 cutlass::gemm::PersistentScheduler>;
+                                 cutlass::gemm::PersistentScheduler, LatentStride>;
+#elif CUTLASS_G2_TILE == 1 || CUTLASS_G2_TILE == 2
+using UpTileLarge = cute::conditional_t<CUTLASS_G2_TILE == 1, cute::Shape<_128, _256, _64>, cute::Shape<_256, _128, _64>>;
+template <class Element>
+using UpGemmLarge = RowMajorGemm<Element, UpTileLarge, cute::Shape<_2, _1, _1>,
+                                 cutlass::gemm::KernelTmaWarpSpecializedCooperative,
+                                 cutlass::epilogue::TmaWarpSpecializedCooperative, cutlass::gemm::PersistentScheduler,
+                                 LatentStride>;
+#else
+#error "CUTLASS_G2_TILE must be 0, 1 or 2"
+#endif
 template <class Element>
 using UpGemmSmall = RowMajorGemm<Element, cute::Shape<_64, _128, _64>, cute::Shape<_1, _1, _1>,
                                  cutlass::gemm::KernelTmaWarpSpecializedPingpong, cutlass::epilogue::TmaWarpSpecialized,
-                                 cutlass::gemm::PersistentScheduler>;
+                                 cutlass::gemm::PersistentScheduler, LatentStride>;
 
 constexpr int64_t kSmallM = 128;  // up to here the up-projection uses 64-row tiles and no cluster
 
@@ -139,19 +163,27 @@ auto set_reduction(SchedulerArgs& sched, bool atomic, int) -> decltype(sched.red
 template <class SchedulerArgs>
 void set_reduction(SchedulerArgs&, bool, long) {}  // a data-parallel scheduler: nothing to reduce
 
+// A batch of GEMMs sharing A: batch l reads B + l * batch_b and writes D + l * batch_d (element strides).
+struct Batch {
+    int count;
+    int64_t stride_b, stride_d;
+};
+
 template <class Config>
 void run_gemm(int M, int N, int K, const void* A, int64_t lda, const void* B, int64_t ldb, void* D, int64_t ldd,
-              const Device& dev, const torch::TensorOptions& options, cudaStream_t stream, const Launch& launch) {
+              const Device& dev, const torch::TensorOptions& options, cudaStream_t stream, const Launch& launch,
+              const Batch& batch = {1, 0, 0}) {
     using Gemm = typename Config::Gemm;
     using Kernel = typename Config::Kernel;
     using Element = typename Gemm::ElementA;
-    typename Kernel::StrideA dA = cute::make_stride(lda, cute::Int<1>{}, int64_t(0));
-    typename Kernel::StrideB dB = cute::make_stride(cute::Int<1>{}, ldb, int64_t(0));  // B (K, N): N-contiguous
-    typename Kernel::StrideD dD = cute::make_stride(ldd, cute::Int<1>{}, int64_t(0));
+    typename Kernel::StrideA dA{};
+    cute::get<0>(dA) = lda;
+    typename Kernel::StrideB dB = cute::make_stride(cute::Int<1>{}, ldb, batch.stride_b);  // B (K, N): N-contiguous
+    typename Kernel::StrideD dD = cute::make_stride(ldd, cute::Int<1>{}, batch.stride_d);
 
     typename Gemm::Arguments args{};
-    args.mode = cutlass::gemm::GemmUniversalMode::kGemm;
-    args.problem_shape = {M, N, K, 1};
+    args.mode = batch.count > 1 ? cutlass::gemm::GemmUniversalMode::kBatched : cutlass::gemm::GemmUniversalMode::kGemm;
+    args.problem_shape = {M, N, K, batch.count};
     args.mainloop.ptr_A = static_cast<const Element*>(A);
     args.mainloop.dA = dA;
     args.mainloop.ptr_B = static_cast<const Element*>(B);
@@ -193,16 +225,26 @@ void forward_cutlass(const torch::Tensor& hidden, const torch::Tensor& w_down, c
     char* out_k = static_cast<char*>(out.data_ptr());
     char* out_v = out_k + N * int64_t(sizeof(Element));
     const Launch up{RasterOrder::AlongM, false};
+    // One launch for k and v when w_up_v lies above w_up_k: TMA strides are unsigned (and under 2^40 bytes).
+    const int64_t v_offset = reinterpret_cast<intptr_t>(w_up_v.data_ptr()) - reinterpret_cast<intptr_t>(w_up_k.data_ptr());
+    const bool batched = CUTLASS_G2_BATCHED != 0 && v_offset > 0 && v_offset < (int64_t(1) << 40);
+    const Batch kv_batch{2, v_offset / int64_t(sizeof(Element)), N};
+    auto up_gemm = [&](auto config) {
+        using Config = decltype(config);
+        if (batched) {
+            run_gemm<Config>(int(M), int(N), int(R), latent.data_ptr(), R, w_up_k.data_ptr(), N, out_k, 2 * N, dev,
+                             hidden.options(), stream, up, kv_batch);
+            return;
+        }
+        run_gemm<Config>(int(M), int(N), int(R), latent.data_ptr(), R, w_up_k.data_ptr(), N, out_k, 2 * N, dev,
+                         hidden.options(), stream, up);
+        run_gemm<Config>(int(M), int(N), int(R), latent.data_ptr(), R, w_up_v.data_ptr(), N, out_v, 2 * N, dev,
+                         hidden.options(), stream, up);
+    };
     if (M <= kSmallM) {
-        run_gemm<UpGemmSmall<Element>>(int(M), int(N), int(R), latent.data_ptr(), R, w_up_k.data_ptr(), N, out_k,
-                                       2 * N, dev, hidden.options(), stream, up);
-        run_gemm<UpGemmSmall<Element>>(int(M), int(N), int(R), latent.data_ptr(), R, w_up_v.data_ptr(), N, out_v,
-                                       2 * N, dev, hidden.options(), stream, up);
+        up_gemm(UpGemmSmall<Element>{});
     } else {
-        run_gemm<UpGemmLarge<Element>>(int(M), int(N), int(R), latent.data_ptr(), R, w_up_k.data_ptr(), N, out_k,
-                                       2 * N, dev, hidden.options(), stream, up);
-        run_gemm<UpGemmLarge<Element>>(int(M), int(N), int(R), latent.data_ptr(), R, w_up_v.data_ptr(), N, out_v,
-                                       2 * N, dev, hidden.options(), stream, up);
+        up_gemm(UpGemmLarge<Element>{});
     }
 }
 
