@@ -39,15 +39,14 @@
 #ifndef CUTLASS_G1_ATOMIC
 #define CUTLASS_G1_ATOMIC 1
 #endif
-// Probe knobs of the up-projection (NOTES, session 2026-12-02 second):
-//   CUTLASS_G2_TILE     0: 128x128 ping-pong (above); 1: 128x256 cooperative; 2: 256x128 cooperative (M > 128)
-//   CUTLASS_G2_BATCHED  1: k and v in one launch, a batch of 2 (w_up_v's offset from w_up_k as B's batch stride,
-//                       N as D's); 0 or a w_up_v below w_up_k in memory: two launches
-#ifndef CUTLASS_G2_TILE
-#define CUTLASS_G2_TILE 0
+// Probe knobs of the latent GEMM (NOTES, session 2026-12-02 second): CUTLASS_G1_WIDE for M >= CUTLASS_G1_WIDE_MIN_M
+//   0: 128x128 tiles, cluster 1x1 (as for small M); 1: 128x256, cluster 1x1; 2: 128x256, cluster 2x1 (w_down's
+//   boxes multicast to the two row tiles of a cluster); 3: 128x256, cluster 2x2 (hidden's boxes multicast too)
+#ifndef CUTLASS_G1_WIDE
+#define CUTLASS_G1_WIDE 0
 #endif
-#ifndef CUTLASS_G2_BATCHED
-#define CUTLASS_G2_BATCHED 0
+#ifndef CUTLASS_G1_WIDE_MIN_M
+#define CUTLASS_G1_WIDE_MIN_M 512
 #endif
 
 #include "kv_common.cuh"
@@ -108,21 +107,21 @@ using LatentGemm = RowMajorGemm<Element, cute::Shape<_128, _128, _64>, cute::Sha
                                 cutlass::epilogue::TmaWarpSpecializedCooperative, cutlass::gemm::StreamKScheduler>;
 // The up-projection's A (the latent) has a batch stride of static zero: k and v, run as a batch of 2, read one latent.
 using LatentStride = cute::Stride<int64_t, _1, cute::Int<0>>;
-#if CUTLASS_G2_TILE == 0
+#if CUTLASS_G1_WIDE == 1 || CUTLASS_G1_WIDE == 2 || CUTLASS_G1_WIDE == 3
+using WideCluster = cute::conditional_t<CUTLASS_G1_WIDE == 1, cute::Shape<_1, _1, _1>,
+                                        cute::conditional_t<CUTLASS_G1_WIDE == 2, cute::Shape<_2, _1, _1>,
+                                                            cute::Shape<_2, _2, _1>>>;
+template <class Element>
+using LatentGemmWide = RowMajorGemm<Element, cute::Shape<_128, _256, _64>, WideCluster,
+                                    cutlass::gemm::KernelTmaWarpSpecializedCooperative,
+                                    cutlass::epilogue::TmaWarpSpecializedCooperative, cutlass::gemm::StreamKScheduler>;
+#elif CUTLASS_G1_WIDE != 0
+#error "CUTLASS_G1_WIDE must be 0, 1, 2 or 3"
+#endif
 template <class Element>
 using UpGemmLarge = RowMajorGemm<Element, cute::Shape<_128, _128, _64>, cute::Shape<_2, _1, _1>,
                                  cutlass::gemm::KernelTmaWarpSpecializedPingpong, cutlass::epilogue::TmaWarpSpecialized,
                                  cutlass::gemm::PersistentScheduler, LatentStride>;
-#elif CUTLASS_G2_TILE == 1 || CUTLASS_G2_TILE == 2
-using UpTileLarge = cute::conditional_t<CUTLASS_G2_TILE == 1, cute::Shape<_128, _256, _64>, cute::Shape<_256, _128, _64>>;
-template <class Element>
-using UpGemmLarge = RowMajorGemm<Element, UpTileLarge, cute::Shape<_2, _1, _1>,
-                                 cutlass::gemm::KernelTmaWarpSpecializedCooperative,
-                                 cutlass::epilogue::TmaWarpSpecializedCooperative, cutlass::gemm::PersistentScheduler,
-                                 LatentStride>;
-#else
-#error "CUTLASS_G2_TILE must be 0, 1 or 2"
-#endif
 template <class Element>
 using UpGemmSmall = RowMajorGemm<Element, cute::Shape<_64, _128, _64>, cute::Shape<_1, _1, _1>,
                                  cutlass::gemm::KernelTmaWarpSpecializedPingpong, cutlass::epilogue::TmaWarpSpecialized,
@@ -219,15 +218,23 @@ void forward_cutlass(const torch::Tensor& hidden, const torch::Tensor& w_down, c
     using RasterOrder = cutlass::gemm::kernel::detail::RasterOrderOptions;
     cudaStream_t stream = at::cuda::getCurrentCUDAStream();
     auto latent = torch::empty({M, R}, hidden.options());
-    run_gemm<LatentGemm<Element>>(int(M), int(R), int(D), hidden.data_ptr(), D, w_down.data_ptr(), R,
-                                  latent.data_ptr(), R, dev, hidden.options(), stream,
-                                  {RasterOrder::Heuristic, CUTLASS_G1_ATOMIC != 0});
+    const Launch down{RasterOrder::Heuristic, CUTLASS_G1_ATOMIC != 0};
+#if CUTLASS_G1_WIDE != 0
+    if (M >= CUTLASS_G1_WIDE_MIN_M && R % 256 == 0) {
+        run_gemm<LatentGemmWide<Element>>(int(M), int(R), int(D), hidden.data_ptr(), D, w_down.data_ptr(), R,
+                                          latent.data_ptr(), R, dev, hidden.options(), stream, down);
+    } else
+#endif
+    {
+        run_gemm<LatentGemm<Element>>(int(M), int(R), int(D), hidden.data_ptr(), D, w_down.data_ptr(), R,
+                                      latent.data_ptr(), R, dev, hidden.options(), stream, down);
+    }
     char* out_k = static_cast<char*>(out.data_ptr());
     char* out_v = out_k + N * int64_t(sizeof(Element));
     const Launch up{RasterOrder::AlongM, false};
     // One launch for k and v when w_up_v lies above w_up_k: TMA strides are unsigned (and under 2^40 bytes).
     const int64_t v_offset = reinterpret_cast<intptr_t>(w_up_v.data_ptr()) - reinterpret_cast<intptr_t>(w_up_k.data_ptr());
-    const bool batched = CUTLASS_G2_BATCHED != 0 && v_offset > 0 && v_offset < (int64_t(1) << 40);
+    const bool batched = v_offset > 0 && v_offset < (int64_t(1) << 40);
     const Batch kv_batch{2, v_offset / int64_t(sizeof(Element)), N};
     auto up_gemm = [&](auto config) {
         using Config = decltype(config);
