@@ -1,4 +1,4 @@
-// summary: CUTLASS reference: two SM90 CollectiveBuilder GEMMs (TMA, warp-specialized, persistent): latent = hidden @ w_down by a cooperative stream-K kernel, then k and v by a ping-pong kernel each, stored straight into the stacked (b, s, 2, heads, head_dim) output; shapes TMA cannot take go to cuBLAS through torch.
+// summary: CUTLASS reference: SM90 CollectiveBuilder GEMMs (TMA, warp-specialized, persistent): latent = hidden @ w_down by a cooperative stream-K kernel, then k and v by one batched ping-pong launch, stored straight into the stacked (b, s, 2, heads, head_dim) output; shapes TMA cannot take go to cuBLAS through torch.
 // dtypes: bfloat16,float16
 // nvcc-flags: -DNDEBUG
 // includes: cutlass
@@ -8,7 +8,11 @@
  *   GEMM1  latent(M, rank) = hidden(M, d) @ w_down(d, rank)           long K = d, narrow N = rank
  *   GEMM2  out[:, 0, :] = latent @ w_up_k, out[:, 1, :] = latent @ w_up_v, i.e. two GEMMs of N = heads*head_dim
  *          whose D is the output viewed as (M, 2N): D = out (k) and out + N (v), row stride 2N. No weight
- *          concatenation, no k/v temporaries, no stack pass.
+ *          concatenation, no k/v temporaries, no stack pass. Both run as one launch, a batch of 2: A (the
+ *          latent) has a batch stride of static zero, which CuTe leaves out of A's TMA descriptor; B's batch
+ *          stride is w_up_v's address minus w_up_k's and D's is N. TMA strides are unsigned, so a w_up_v that
+ *          lies below w_up_k in memory gets two launches instead (each launch boundary costs about an empty
+ *          kernel's time: 4-7 us at 64 and 512 tokens, NOTES 2026-12-02 second).
  * Kernels (3 per dtype; every CTA is persistent, one warpgroup producer issuing TMA loads into a smem
  * pipeline whose depth the builder fills to the smem left after the epilogue, consumer warpgroups on wgmma):
  *   G1        cooperative (2 consumer warpgroups share a 128x128x64 tile, 64 rows each), cluster 1x1,
@@ -39,16 +43,6 @@
 #ifndef CUTLASS_G1_ATOMIC
 #define CUTLASS_G1_ATOMIC 1
 #endif
-// Probe knobs of the latent GEMM (NOTES, session 2026-12-02 second): CUTLASS_G1_WIDE for M >= CUTLASS_G1_WIDE_MIN_M
-//   0: 128x128 tiles, cluster 1x1 (as for small M); 1: 128x256, cluster 1x1; 2: 128x256, cluster 2x1 (w_down's
-//   boxes multicast to the two row tiles of a cluster); 3: 128x256, cluster 2x2 (hidden's boxes multicast too)
-#ifndef CUTLASS_G1_WIDE
-#define CUTLASS_G1_WIDE 0
-#endif
-#ifndef CUTLASS_G1_WIDE_MIN_M
-#define CUTLASS_G1_WIDE_MIN_M 512
-#endif
-
 #include "kv_common.cuh"
 
 #include "cute/tensor.hpp"
@@ -68,7 +62,6 @@ using cute::_1;  // using-declarations: `using namespace cute` would make the an
 using cute::_2;
 using cute::_64;
 using cute::_128;
-using cute::_256;
 
 // The static shared memory of this kernel tells the host which image the device would run: none when the
 // image was compiled for sm_90a (TMA, wgmma, setmaxnreg), 16 bytes otherwise. Never launched.
@@ -107,17 +100,6 @@ using LatentGemm = RowMajorGemm<Element, cute::Shape<_128, _128, _64>, cute::Sha
                                 cutlass::epilogue::TmaWarpSpecializedCooperative, cutlass::gemm::StreamKScheduler>;
 // The up-projection's A (the latent) has a batch stride of static zero: k and v, run as a batch of 2, read one latent.
 using LatentStride = cute::Stride<int64_t, _1, cute::Int<0>>;
-#if CUTLASS_G1_WIDE == 1 || CUTLASS_G1_WIDE == 2 || CUTLASS_G1_WIDE == 3
-using WideCluster = cute::conditional_t<CUTLASS_G1_WIDE == 1, cute::Shape<_1, _1, _1>,
-                                        cute::conditional_t<CUTLASS_G1_WIDE == 2, cute::Shape<_2, _1, _1>,
-                                                            cute::Shape<_2, _2, _1>>>;
-template <class Element>
-using LatentGemmWide = RowMajorGemm<Element, cute::Shape<_128, _256, _64>, WideCluster,
-                                    cutlass::gemm::KernelTmaWarpSpecializedCooperative,
-                                    cutlass::epilogue::TmaWarpSpecializedCooperative, cutlass::gemm::StreamKScheduler>;
-#elif CUTLASS_G1_WIDE != 0
-#error "CUTLASS_G1_WIDE must be 0, 1, 2 or 3"
-#endif
 template <class Element>
 using UpGemmLarge = RowMajorGemm<Element, cute::Shape<_128, _128, _64>, cute::Shape<_2, _1, _1>,
                                  cutlass::gemm::KernelTmaWarpSpecializedPingpong, cutlass::epilogue::TmaWarpSpecialized,
@@ -218,17 +200,9 @@ void forward_cutlass(const torch::Tensor& hidden, const torch::Tensor& w_down, c
     using RasterOrder = cutlass::gemm::kernel::detail::RasterOrderOptions;
     cudaStream_t stream = at::cuda::getCurrentCUDAStream();
     auto latent = torch::empty({M, R}, hidden.options());
-    const Launch down{RasterOrder::Heuristic, CUTLASS_G1_ATOMIC != 0};
-#if CUTLASS_G1_WIDE != 0
-    if (M >= CUTLASS_G1_WIDE_MIN_M && R % 256 == 0) {
-        run_gemm<LatentGemmWide<Element>>(int(M), int(R), int(D), hidden.data_ptr(), D, w_down.data_ptr(), R,
-                                          latent.data_ptr(), R, dev, hidden.options(), stream, down);
-    } else
-#endif
-    {
-        run_gemm<LatentGemm<Element>>(int(M), int(R), int(D), hidden.data_ptr(), D, w_down.data_ptr(), R,
-                                      latent.data_ptr(), R, dev, hidden.options(), stream, down);
-    }
+    run_gemm<LatentGemm<Element>>(int(M), int(R), int(D), hidden.data_ptr(), D, w_down.data_ptr(), R,
+                                  latent.data_ptr(), R, dev, hidden.options(), stream,
+                                  {RasterOrder::Heuristic, CUTLASS_G1_ATOMIC != 0});
     char* out_k = static_cast<char*>(out.data_ptr());
     char* out_v = out_k + N * int64_t(sizeof(Element));
     const Launch up{RasterOrder::AlongM, false};

@@ -150,6 +150,32 @@ def test_cutlass_2gemm_misaligned_inputs_fall_back(plan, dtype):
     assert stats.within(TOLERANCES[dtype]), stats
 
 
+@pytest.mark.parametrize("v_above_k", [True, False], ids=["v-above-k", "v-below-k"])
+def test_cutlass_2gemm_up_projection_launches_follow_weight_order(plan, v_above_k):
+    """k and v are one batched launch when w_up_v lies above w_up_k in memory (TMA strides are unsigned), two
+    launches otherwise; right either way, on the small (M <= 128) and the large up-projection path."""
+    import torch
+    from harness import baselines, breakdown
+    from harness.check import TOLERANCES, error_stats
+    from harness.problem import DTYPES, make_inputs, reference_float64
+
+    target = built_target(plan, "cutlass_2gemm")
+    module = baselines.import_extension(target.so_path, target.module_name)
+    for spec in ("b=1,s=64,d=512,rank=64,heads=4,head_dim=64", "b=2,s=300,d=512,rank=64,heads=4,head_dim=64"):
+        (shape,) = parse_shapes(spec)
+        inputs = make_inputs(shape, DTYPES["bfloat16"], seed=11)
+        pair = torch.empty((2, *inputs.w_up_k.shape), dtype=inputs.w_up_k.dtype, device=inputs.w_up_k.device)
+        k_slot, v_slot = (0, 1) if v_above_k else (1, 0)
+        pair[k_slot].copy_(inputs.w_up_k)
+        pair[v_slot].copy_(inputs.w_up_v)
+        args = (inputs.hidden, inputs.w_down, pair[k_slot], pair[v_slot], shape.heads)
+        stats = error_stats(module.forward(*args), reference_float64(shape, inputs))
+        assert stats.within(TOLERANCES["bfloat16"]), (spec, stats)
+        (launches,) = breakdown.parse_trace(breakdown.profile_calls(lambda: module.forward(*args), None, calls=1), 1)
+        kernels = [launch.name for launch in launches if launch.kind == "kernel"]
+        assert len(kernels) == (2 if v_above_k else 3), (spec, kernels)  # the latent GEMM, then k and v
+
+
 def test_empty_kernel_gpu_time_is_device_time_not_launch_cost(plan):
     """Events around a lone call measure the host's launch too (~19 us on the H200); in the default cold mode
     the same events see only the device's few microseconds. (The flush alone keeps the device ahead of the
