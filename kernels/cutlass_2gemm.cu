@@ -43,6 +43,13 @@
 #ifndef CUTLASS_G1_ATOMIC
 #define CUTLASS_G1_ATOMIC 1
 #endif
+#ifndef CUTLASS_G1_DP
+#define CUTLASS_G1_DP 0  // probe: latent GEMM data-parallel at whole waves (1: stream-K kernel in DP mode, 2: 2x1 clusters)
+#endif
+#ifndef CUTLASS_PDL
+#define CUTLASS_PDL 0  // probe: 1 = GEMM2 a programmatic dependent of GEMM1, 2 = and w_up -> L2 before its wait (M <= 128)
+#endif
+#include "hopper.cuh"
 #include "kv_common.cuh"
 
 #include "cute/tensor.hpp"
@@ -51,7 +58,7 @@
 #include "cutlass/epilogue/collective/collective_builder.hpp"
 #include "cutlass/epilogue/fusion/operations.hpp"
 #include "cutlass/gemm/collective/collective_builder.hpp"
-#include "cutlass/gemm/device/gemm_universal_adapter.h"
+#include "cutlass/device_kernel.h"
 #include "cutlass/gemm/dispatch_policy.hpp"
 #include "cutlass/gemm/kernel/gemm_universal.hpp"
 #include "cutlass/gemm/kernel/tile_scheduler.hpp"
@@ -91,13 +98,19 @@ struct RowMajorGemm {
         cutlass::gemm::collective::StageCountAutoCarveout<int(sizeof(typename Epilogue::SharedStorage))>,
         KernelSchedule>::CollectiveOp;
     using Kernel = cutlass::gemm::kernel::GemmUniversal<cute::Shape<int, int, int, int>, Mainloop, Epilogue, Scheduler>;
-    using Gemm = cutlass::gemm::device::GemmUniversalAdapter<Kernel>;
 };
 
 template <class Element>
 using LatentGemm = RowMajorGemm<Element, cute::Shape<_128, _128, _64>, cute::Shape<_1, _1, _1>,
                                 cutlass::gemm::KernelTmaWarpSpecializedCooperative,
                                 cutlass::epilogue::TmaWarpSpecializedCooperative, cutlass::gemm::StreamKScheduler>;
+#if CUTLASS_G1_DP == 2
+template <class Element>
+using LatentGemmClustered = RowMajorGemm<Element, cute::Shape<_128, _128, _64>, cute::Shape<_2, _1, _1>,
+                                         cutlass::gemm::KernelTmaWarpSpecializedCooperative,
+                                         cutlass::epilogue::TmaWarpSpecializedCooperative,
+                                         cutlass::gemm::PersistentScheduler>;
+#endif
 // The up-projection's A (the latent) has a batch stride of static zero: k and v, run as a batch of 2, read one latent.
 using LatentStride = cute::Stride<int64_t, _1, cute::Int<0>>;
 template <class Element>
@@ -130,19 +143,86 @@ Device hopper_device(int index) {
     return {index, info.sms};
 }
 
-// How one GEMM is scheduled: its raster order and, for the stream-K scheduler, the reduction order.
+// Two equal-sized byte ranges (the k and v weights of one up-projection launch) that each CTA of a launch pulls
+// into L2, its 1 / grid share of each, before it waits for the previous grid. bytes == 0: none.
+struct L2Ranges {
+    const char* ptr[2];
+    int64_t bytes;
+};
+
+// How one GEMM is scheduled and launched.
 struct Launch {
     cutlass::gemm::kernel::detail::RasterOrderOptions raster;
-    bool atomic_reduction;
+    bool atomic_reduction;  // stream-K: partial tiles added by atomics as they come (else in split order)
+    bool data_parallel;     // stream-K: every tile whole on one CTA
+    bool programmatic;      // a programmatic dependent of the previous grid in the stream
+    L2Ranges prefetch;
 };
 
 template <class SchedulerArgs>
-auto set_reduction(SchedulerArgs& sched, bool atomic, int) -> decltype(sched.reduction_mode, void()) {
+auto set_stream_k(SchedulerArgs& sched, const Launch& launch, int) -> decltype(sched.reduction_mode, void()) {
     using Mode = cutlass::gemm::kernel::detail::ReductionMode;
-    sched.reduction_mode = atomic ? Mode::Nondeterministic : Mode::Deterministic;
+    using Decomposition = decltype(sched.decomposition_mode);
+    sched.reduction_mode = launch.atomic_reduction ? Mode::Nondeterministic : Mode::Deterministic;
+    sched.decomposition_mode = launch.data_parallel ? Decomposition::DataParallel : Decomposition::Heuristic;
 }
 template <class SchedulerArgs>
-void set_reduction(SchedulerArgs&, bool, long) {}  // a data-parallel scheduler: nothing to reduce
+void set_stream_k(SchedulerArgs&, const Launch&, long) {}  // a data-parallel scheduler: nothing to set
+
+// Every CUTLASS kernel of this file runs inside this wrapper rather than cutlass::device_kernel: CUTLASS 4.2's own
+// programmatic-launch path does not compile with its stream-K scheduler. Before the wait the CTA only issues L2
+// prefetches of weights (never of what the previous grid writes); after it, the next grid may launch (its CTAs take
+// SMs as this grid's leave and wait in turn).
+template <class Kernel>
+__global__ void __launch_bounds__(Kernel::MaxThreadsPerBlock, Kernel::MinBlocksPerMultiprocessor)
+    chained_gemm_kernel(CUTLASS_GRID_CONSTANT typename Kernel::Params const params, L2Ranges const prefetch) {
+    if (prefetch.bytes > 0 && threadIdx.x < 32) {
+        // this CTA's share of each range in 16-byte units, cut into one piece per lane
+        const int64_t units = prefetch.bytes / 16, ctas = int64_t(gridDim.x) * gridDim.y * gridDim.z;
+        const int64_t cta = blockIdx.x + int64_t(gridDim.x) * (blockIdx.y + int64_t(gridDim.y) * blockIdx.z);
+        const int64_t per_cta = (units + ctas - 1) / ctas, per_lane = (per_cta + 31) / 32;
+        const int64_t begin = min(units, cta * per_cta + threadIdx.x * per_lane);
+        const int64_t end = min(min(units, (cta + 1) * per_cta), begin + per_lane);
+        for (int r = 0; r < 2; ++r)
+            if (prefetch.ptr[r] != nullptr && end > begin)
+                hop::bulk_prefetch_l2(prefetch.ptr[r] + begin * 16, uint32_t((end - begin) * 16));
+    }
+    hop::pdl_wait();
+    hop::pdl_launch_dependents();
+    extern __shared__ char smem[];
+    Kernel op;
+    op(params, smem);
+}
+
+template <class Kernel>
+void launch_kernel(const typename Kernel::Params& params, cudaStream_t stream, const Launch& launch) {
+    auto* kernel = chained_gemm_kernel<Kernel>;
+    const int smem_bytes = Kernel::SharedStorageSize;
+    C10_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, smem_bytes));
+    using Cluster = typename Kernel::DispatchPolicy::ClusterShape;
+    cudaLaunchAttribute attrs[2];
+    unsigned n_attrs = 0;
+    if (cute::size(Cluster{}) > 1) {
+        attrs[n_attrs].id = cudaLaunchAttributeClusterDimension;
+        attrs[n_attrs].val.clusterDim.x = cute::size<0>(Cluster{});
+        attrs[n_attrs].val.clusterDim.y = cute::size<1>(Cluster{});
+        attrs[n_attrs].val.clusterDim.z = cute::size<2>(Cluster{});
+        ++n_attrs;
+    }
+    if (launch.programmatic) {
+        attrs[n_attrs].id = cudaLaunchAttributeProgrammaticStreamSerialization;
+        attrs[n_attrs].val.programmaticStreamSerializationAllowed = 1;
+        ++n_attrs;
+    }
+    cudaLaunchConfig_t config = {};
+    config.gridDim = Kernel::get_grid_shape(params);
+    config.blockDim = Kernel::get_block_shape();
+    config.dynamicSmemBytes = smem_bytes;
+    config.stream = stream;
+    config.attrs = attrs;
+    config.numAttrs = n_attrs;
+    C10_CUDA_CHECK(cudaLaunchKernelEx(&config, kernel, params, launch.prefetch));
+}
 
 // A batch of GEMMs sharing A: batch l reads B + l * batch_b and writes D + l * batch_d (element strides).
 struct Batch {
@@ -150,19 +230,20 @@ struct Batch {
     int64_t stride_b, stride_d;
 };
 
+// Returns the GEMM's workspace (if any): the caller keeps it until the kernels after it are enqueued, since a
+// programmatic dependent may start while this GEMM still runs.
 template <class Config>
-void run_gemm(int M, int N, int K, const void* A, int64_t lda, const void* B, int64_t ldb, void* D, int64_t ldd,
-              const Device& dev, const torch::TensorOptions& options, cudaStream_t stream, const Launch& launch,
-              const Batch& batch = {1, 0, 0}) {
-    using Gemm = typename Config::Gemm;
+torch::Tensor run_gemm(int M, int N, int K, const void* A, int64_t lda, const void* B, int64_t ldb, void* D,
+                       int64_t ldd, const Device& dev, const torch::TensorOptions& options, cudaStream_t stream,
+                       const Launch& launch, const Batch& batch = {1, 0, 0}) {
     using Kernel = typename Config::Kernel;
-    using Element = typename Gemm::ElementA;
+    using Element = typename Kernel::ElementA;
     typename Kernel::StrideA dA{};
     cute::get<0>(dA) = lda;
     typename Kernel::StrideB dB = cute::make_stride(cute::Int<1>{}, ldb, batch.stride_b);  // B (K, N): N-contiguous
     typename Kernel::StrideD dD = cute::make_stride(ldd, cute::Int<1>{}, batch.stride_d);
 
-    typename Gemm::Arguments args{};
+    typename Kernel::Arguments args{};
     args.mode = batch.count > 1 ? cutlass::gemm::GemmUniversalMode::kBatched : cutlass::gemm::GemmUniversalMode::kGemm;
     args.problem_shape = {M, N, K, batch.count};
     args.mainloop.ptr_A = static_cast<const Element*>(A);
@@ -178,19 +259,25 @@ void run_gemm(int M, int N, int K, const void* A, int64_t lda, const void* B, in
     args.hw_info.device_id = dev.index;
     args.hw_info.sm_count = dev.sms;
     args.scheduler.raster_order = launch.raster;
-    set_reduction(args.scheduler, launch.atomic_reduction, 0);
+    set_stream_k(args.scheduler, launch, 0);
 
-    Gemm gemm;
-    TORCH_CHECK(gemm.can_implement(args) == cutlass::Status::kSuccess,
-                "cutlass_2gemm: CUTLASS cannot implement this GEMM (alignment or size)");
-    const size_t workspace_bytes = Gemm::get_workspace_size(args);
+    TORCH_CHECK(Kernel::can_implement(args), "cutlass_2gemm: CUTLASS cannot implement this GEMM (alignment or size)");
+    const size_t workspace_bytes = Kernel::get_workspace_size(args);
     torch::Tensor workspace;
     if (workspace_bytes > 0) workspace = torch::empty({int64_t(workspace_bytes)}, options.dtype(torch::kUInt8));
-    TORCH_CHECK(gemm.initialize(args, workspace_bytes ? workspace.data_ptr() : nullptr, stream) ==
-                    cutlass::Status::kSuccess,
+    void* const workspace_ptr = workspace_bytes ? workspace.data_ptr() : nullptr;
+    TORCH_CHECK(Kernel::initialize_workspace(args, workspace_ptr, stream, nullptr) == cutlass::Status::kSuccess,
                 "cutlass_2gemm: CUTLASS GEMM initialization failed");
-    TORCH_CHECK(gemm.run(stream) == cutlass::Status::kSuccess, "cutlass_2gemm: CUTLASS GEMM launch failed");
+    launch_kernel<Kernel>(Kernel::to_underlying_arguments(args, workspace_ptr), stream, launch);
     C10_CUDA_KERNEL_LAUNCH_CHECK();
+    return workspace;
+}
+
+// The latent's 128 x 128 tiles fill whole waves of SMs (>= 90 %): then each tile runs whole on one CTA.
+bool latent_fills_waves(int64_t M, int64_t R, int sms) {
+    const int64_t tiles = ((M + 127) / 128) * ((R + 127) / 128);
+    const int64_t waves = (tiles + sms - 1) / sms;
+    return tiles * 10 >= waves * sms * 9;
 }
 
 template <class Element>
@@ -200,12 +287,30 @@ void forward_cutlass(const torch::Tensor& hidden, const torch::Tensor& w_down, c
     using RasterOrder = cutlass::gemm::kernel::detail::RasterOrderOptions;
     cudaStream_t stream = at::cuda::getCurrentCUDAStream();
     auto latent = torch::empty({M, R}, hidden.options());
-    run_gemm<LatentGemm<Element>>(int(M), int(R), int(D), hidden.data_ptr(), D, w_down.data_ptr(), R,
-                                  latent.data_ptr(), R, dev, hidden.options(), stream,
-                                  {RasterOrder::Heuristic, CUTLASS_G1_ATOMIC != 0});
+    const bool data_parallel = CUTLASS_G1_DP != 0 && latent_fills_waves(M, R, dev.sms);
+    const Launch down{RasterOrder::Heuristic, CUTLASS_G1_ATOMIC != 0, data_parallel, false, {}};
+    torch::Tensor down_workspace;
+#if CUTLASS_G1_DP == 2
+    if (data_parallel)
+        down_workspace = run_gemm<LatentGemmClustered<Element>>(int(M), int(R), int(D), hidden.data_ptr(), D,
+                                                                w_down.data_ptr(), R, latent.data_ptr(), R, dev,
+                                                                hidden.options(), stream, down);
+    else
+#endif
+        down_workspace = run_gemm<LatentGemm<Element>>(int(M), int(R), int(D), hidden.data_ptr(), D,
+                                                       w_down.data_ptr(), R, latent.data_ptr(), R, dev,
+                                                       hidden.options(), stream, down);
     char* out_k = static_cast<char*>(out.data_ptr());
     char* out_v = out_k + N * int64_t(sizeof(Element));
-    const Launch up{RasterOrder::AlongM, false};
+    const bool prefetch = CUTLASS_PDL == 2 && M <= kSmallM;
+    const int64_t w_up_bytes = R * N * int64_t(sizeof(Element));
+    const auto* w_up_k_bytes = static_cast<const char*>(w_up_k.data_ptr());
+    const auto* w_up_v_bytes = static_cast<const char*>(w_up_v.data_ptr());
+    const Launch up{RasterOrder::AlongM, false, false, CUTLASS_PDL != 0,
+                    {{w_up_k_bytes, w_up_v_bytes}, prefetch ? w_up_bytes : 0}};
+    Launch up_k = up, up_v = up;  // two launches: each pulls its own weight
+    up_k.prefetch.ptr[1] = nullptr;
+    up_v.prefetch.ptr[0] = nullptr;
     // One launch for k and v when w_up_v lies above w_up_k: TMA strides are unsigned (and under 2^40 bytes).
     const int64_t v_offset = reinterpret_cast<intptr_t>(w_up_v.data_ptr()) - reinterpret_cast<intptr_t>(w_up_k.data_ptr());
     const bool batched = v_offset > 0 && v_offset < (int64_t(1) << 40);
@@ -218,9 +323,9 @@ void forward_cutlass(const torch::Tensor& hidden, const torch::Tensor& w_down, c
             return;
         }
         run_gemm<Config>(int(M), int(N), int(R), latent.data_ptr(), R, w_up_k.data_ptr(), N, out_k, 2 * N, dev,
-                         hidden.options(), stream, up);
+                         hidden.options(), stream, up_k);
         run_gemm<Config>(int(M), int(N), int(R), latent.data_ptr(), R, w_up_v.data_ptr(), N, out_v, 2 * N, dev,
-                         hidden.options(), stream, up);
+                         hidden.options(), stream, up_v);
     };
     if (M <= kSmallM) {
         up_gemm(UpGemmSmall<Element>{});

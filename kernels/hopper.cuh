@@ -1,6 +1,7 @@
 // Hopper (sm_90a) building blocks shared by the tensor-core variants: TMA tensor maps (host; the driver's
 // cuTensorMapEncodeTiled reached through cudaGetDriverEntryPointByVersion, so no -lcuda), mbarriers, TMA
-// loads / stores / L2 prefetches, wgmma shared-memory descriptors and wrappers, fences, setmaxnreg, named barriers.
+// loads / stores / L2 prefetches, programmatic dependent launch, wgmma shared-memory descriptors and wrappers,
+// fences, setmaxnreg, named barriers.
 //
 // Every device helper compiles to nothing unless the target is sm_90a (__CUDA_ARCH_FEAT_SM90_ALL): a build for
 // another target still compiles, and the host asks sm90a_kernels_built() before it dispatches to these paths.
@@ -208,6 +209,30 @@ __device__ __forceinline__ void tma_store_wait() {
 __device__ __forceinline__ void prefetch_tmap(const CUtensorMap* map) {
 #if KV_SM90A
     asm volatile("prefetch.tensormap [%0];\n" ::"l"(reinterpret_cast<uint64_t>(map)) : "memory");
+#endif
+}
+
+// Bytes [ptr, ptr + bytes) -> L2 only (ptr 16-byte aligned, bytes a multiple of 16).
+__device__ __forceinline__ void bulk_prefetch_l2(const void* ptr, uint32_t bytes) {
+#if KV_SM90A
+    asm volatile("cp.async.bulk.prefetch.L2.global [%0], %1;\n" ::"l"(reinterpret_cast<uint64_t>(ptr)), "r"(bytes)
+                 : "memory");
+#endif
+}
+
+// ================================================================ device: programmatic dependent launch
+// A grid launched with cudaLaunchAttributeProgrammaticStreamSerialization may start before the previous grid in its
+// stream has finished: its threads must pdl_wait() before they touch what that grid writes (the wait returns once
+// the previous grid has completed and its writes are visible; without the attribute it returns at once).
+__device__ __forceinline__ void pdl_wait() {
+#if KV_SM90A
+    asm volatile("griddepcontrol.wait;\n" ::: "memory");
+#endif
+}
+// Lets the next grid in the stream, if launched as a programmatic dependent, start now (its pdl_wait still waits).
+__device__ __forceinline__ void pdl_launch_dependents() {
+#if KV_SM90A
+    asm volatile("griddepcontrol.launch_dependents;\n" ::: "memory");
 #endif
 }
 

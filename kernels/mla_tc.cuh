@@ -180,16 +180,8 @@ __device__ __forceinline__ void trace_mark(const Params& p, int ev) {
 #define MLA_MARK(ev) ((void)0)
 #endif
 
-__device__ __forceinline__ void pdl_wait() {
-#if KV_SM90A
-    asm volatile("griddepcontrol.wait;\n" ::: "memory");
-#endif
-}
-__device__ __forceinline__ void pdl_launch_dependents() {
-#if KV_SM90A
-    asm volatile("griddepcontrol.launch_dependents;\n" ::: "memory");
-#endif
-}
+using hop::pdl_launch_dependents;
+using hop::pdl_wait;
 
 // Store one fp32 fragment pair (row, col), (row, col+1) of the latent as two 16-bit elements (R even, col even).
 template <typename T>

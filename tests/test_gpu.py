@@ -176,6 +176,32 @@ def test_cutlass_2gemm_up_projection_launches_follow_weight_order(plan, v_above_
         assert len(kernels) == (2 if v_above_k else 3), (spec, kernels)  # the latent GEMM, then k and v
 
 
+@pytest.mark.parametrize("spec", [
+    "b=1,s=64,d=4096,rank=512,heads=8,head_dim=128",    # decode: split-K latent on 56 of 132 SMs, w_up prefetch
+    "b=1,s=4096,d=1024,rank=512,heads=4,head_dim=64",   # 128 latent tiles: the data-parallel latent GEMM
+    "b=1,s=600,d=2048,rank=256,heads=4,head_dim=64",    # stream-K latent, 2x1-cluster up tiles
+], ids=["decode", "whole-waves", "stream-k"])
+def test_cutlass_2gemm_up_projection_reads_this_calls_latent(plan, spec):
+    """The up-projection may start before the latent GEMM ends (programmatic dependent launch): two calls on
+    different inputs, back to back with no synchronization between them, each match their own reference. An
+    up-projection that read the latent before this call's GEMM1 wrote it would see the previous call's (the
+    allocator hands the same block to both), or garbage."""
+    import torch
+    from harness import baselines
+    from harness.check import TOLERANCES, error_stats
+    from harness.problem import DTYPES, make_inputs, reference_float64
+
+    target = built_target(plan, "cutlass_2gemm")
+    module = baselines.import_extension(target.so_path, target.module_name)
+    (shape,) = parse_shapes(spec)
+    calls = [make_inputs(shape, DTYPES["bfloat16"], seed=seed) for seed in (21, 22, 23)]
+    torch.cuda.synchronize()
+    outs = [module.forward(*inputs.tensors(), shape.heads) for inputs in calls]
+    for inputs, out in zip(calls, outs):
+        stats = error_stats(out, reference_float64(shape, inputs))
+        assert stats.within(TOLERANCES["bfloat16"]), (spec, stats)
+
+
 def test_empty_kernel_gpu_time_is_device_time_not_launch_cost(plan):
     """Events around a lone call measure the host's launch too (~19 us on the H200); in the default cold mode
     the same events see only the device's few microseconds. (The flush alone keeps the device ahead of the
