@@ -1,4 +1,4 @@
-// summary: CUTLASS reference: SM90 CollectiveBuilder GEMMs (TMA, warp-specialized, persistent): latent = hidden @ w_down by a cooperative stream-K kernel, then k and v by one batched ping-pong launch, stored straight into the stacked (b, s, 2, heads, head_dim) output; shapes TMA cannot take go to cuBLAS through torch.
+// summary: CUTLASS reference: SM90 CollectiveBuilder GEMMs (TMA, warp-specialized, persistent): latent = hidden @ w_down by a cooperative stream-K kernel, then k and v by one batched ping-pong launch (a programmatic dependent at decode sizes), stored straight into the stacked (b, s, 2, heads, head_dim) output; shapes TMA cannot take go to cuBLAS through torch.
 // dtypes: bfloat16,float16
 // nvcc-flags: -DNDEBUG
 // includes: cutlass
@@ -37,17 +37,21 @@
  * TMA needs 16-byte aligned rows and bases: d, rank and N multiples of 8 and the tensors 16-byte aligned.
  * Anything else (e.g. head_dim 13, rank 1) runs torch's cuBLAS matmuls instead, writing into the output's
  * k and v views (row stride 2N) directly: correct everywhere, not fast.
+ * Launch: each CUTLASS kernel runs inside chained_gemm_kernel (a griddepcontrol wait, then a trigger, then the
+ * kernel body), launched here with cudaLaunchKernelEx. At M <= 128 the up-projection is GEMM1's programmatic
+ * dependent: its CTAs take the SMs GEMM1's split-K schedule leaves idle and set up while GEMM1 finishes. At larger M
+ * the same launch measured slower (NOTES 2026-12-02 third), so it stays in plain stream order there.
  * Hopper only: a forward on another GPU, or from an image not built for sm_90a, is rejected by TORCH_CHECK.
  */
 
 #ifndef CUTLASS_G1_ATOMIC
 #define CUTLASS_G1_ATOMIC 1
 #endif
-#ifndef CUTLASS_G1_DP
-#define CUTLASS_G1_DP 0  // probe: latent GEMM data-parallel at whole waves (1: stream-K kernel in DP mode, 2: 2x1 clusters)
+#ifndef CUTLASS_G1_TILE
+#define CUTLASS_G1_TILE 0  // probe: 1 = 128x128x128 latent tiles (half the k-steps, half the stages)
 #endif
-#ifndef CUTLASS_PDL
-#define CUTLASS_PDL 0  // probe: 1 = GEMM2 a programmatic dependent of GEMM1, 2 = and w_up -> L2 before its wait (M <= 128)
+#ifndef CUTLASS_G1_CUBLAS
+#define CUTLASS_G1_CUBLAS 0  // probe: 1 = cuBLAS (torch) computes the latent once its 128x128 tiles fill half the SMs
 #endif
 #include "hopper.cuh"
 #include "kv_common.cuh"
@@ -101,16 +105,10 @@ struct RowMajorGemm {
 };
 
 template <class Element>
-using LatentGemm = RowMajorGemm<Element, cute::Shape<_128, _128, _64>, cute::Shape<_1, _1, _1>,
+using LatentGemm = RowMajorGemm<Element, cute::Shape<_128, _128, cute::conditional_t<CUTLASS_G1_TILE == 1, _128, _64>>,
+                                cute::Shape<_1, _1, _1>,
                                 cutlass::gemm::KernelTmaWarpSpecializedCooperative,
                                 cutlass::epilogue::TmaWarpSpecializedCooperative, cutlass::gemm::StreamKScheduler>;
-#if CUTLASS_G1_DP == 2
-template <class Element>
-using LatentGemmClustered = RowMajorGemm<Element, cute::Shape<_128, _128, _64>, cute::Shape<_2, _1, _1>,
-                                         cutlass::gemm::KernelTmaWarpSpecializedCooperative,
-                                         cutlass::epilogue::TmaWarpSpecializedCooperative,
-                                         cutlass::gemm::PersistentScheduler>;
-#endif
 // The up-projection's A (the latent) has a batch stride of static zero: k and v, run as a batch of 2, read one latent.
 using LatentStride = cute::Stride<int64_t, _1, cute::Int<0>>;
 template <class Element>
@@ -143,50 +141,28 @@ Device hopper_device(int index) {
     return {index, info.sms};
 }
 
-// Two equal-sized byte ranges (the k and v weights of one up-projection launch) that each CTA of a launch pulls
-// into L2, its 1 / grid share of each, before it waits for the previous grid. bytes == 0: none.
-struct L2Ranges {
-    const char* ptr[2];
-    int64_t bytes;
-};
-
 // How one GEMM is scheduled and launched.
 struct Launch {
     cutlass::gemm::kernel::detail::RasterOrderOptions raster;
     bool atomic_reduction;  // stream-K: partial tiles added by atomics as they come (else in split order)
-    bool data_parallel;     // stream-K: every tile whole on one CTA
     bool programmatic;      // a programmatic dependent of the previous grid in the stream
-    L2Ranges prefetch;
 };
 
 template <class SchedulerArgs>
-auto set_stream_k(SchedulerArgs& sched, const Launch& launch, int) -> decltype(sched.reduction_mode, void()) {
+auto set_reduction(SchedulerArgs& sched, bool atomic, int) -> decltype(sched.reduction_mode, void()) {
     using Mode = cutlass::gemm::kernel::detail::ReductionMode;
-    using Decomposition = decltype(sched.decomposition_mode);
-    sched.reduction_mode = launch.atomic_reduction ? Mode::Nondeterministic : Mode::Deterministic;
-    sched.decomposition_mode = launch.data_parallel ? Decomposition::DataParallel : Decomposition::Heuristic;
+    sched.reduction_mode = atomic ? Mode::Nondeterministic : Mode::Deterministic;
 }
 template <class SchedulerArgs>
-void set_stream_k(SchedulerArgs&, const Launch&, long) {}  // a data-parallel scheduler: nothing to set
+void set_reduction(SchedulerArgs&, bool, long) {}  // a data-parallel scheduler: nothing to reduce
 
-// Every CUTLASS kernel of this file runs inside this wrapper rather than cutlass::device_kernel: CUTLASS 4.2's own
-// programmatic-launch path does not compile with its stream-K scheduler. Before the wait the CTA only issues L2
-// prefetches of weights (never of what the previous grid writes); after it, the next grid may launch (its CTAs take
-// SMs as this grid's leave and wait in turn).
+// Every CUTLASS kernel of this file runs inside this wrapper rather than cutlass::device_kernel, so that the
+// up-projection can be GEMM1's programmatic dependent (CUTLASS 4.2's own path for that does not compile with its
+// stream-K scheduler): the wait holds a dependent until the previous grid has finished and its writes are visible
+// (at once otherwise); the trigger after it lets the next grid launch, whose CTAs take SMs as this grid's leave.
 template <class Kernel>
 __global__ void __launch_bounds__(Kernel::MaxThreadsPerBlock, Kernel::MinBlocksPerMultiprocessor)
-    chained_gemm_kernel(CUTLASS_GRID_CONSTANT typename Kernel::Params const params, L2Ranges const prefetch) {
-    if (prefetch.bytes > 0 && threadIdx.x < 32) {
-        // this CTA's share of each range in 16-byte units, cut into one piece per lane
-        const int64_t units = prefetch.bytes / 16, ctas = int64_t(gridDim.x) * gridDim.y * gridDim.z;
-        const int64_t cta = blockIdx.x + int64_t(gridDim.x) * (blockIdx.y + int64_t(gridDim.y) * blockIdx.z);
-        const int64_t per_cta = (units + ctas - 1) / ctas, per_lane = (per_cta + 31) / 32;
-        const int64_t begin = min(units, cta * per_cta + threadIdx.x * per_lane);
-        const int64_t end = min(min(units, (cta + 1) * per_cta), begin + per_lane);
-        for (int r = 0; r < 2; ++r)
-            if (prefetch.ptr[r] != nullptr && end > begin)
-                hop::bulk_prefetch_l2(prefetch.ptr[r] + begin * 16, uint32_t((end - begin) * 16));
-    }
+    chained_gemm_kernel(CUTLASS_GRID_CONSTANT typename Kernel::Params const params) {
     hop::pdl_wait();
     hop::pdl_launch_dependents();
     extern __shared__ char smem[];
@@ -221,7 +197,7 @@ void launch_kernel(const typename Kernel::Params& params, cudaStream_t stream, c
     config.stream = stream;
     config.attrs = attrs;
     config.numAttrs = n_attrs;
-    C10_CUDA_CHECK(cudaLaunchKernelEx(&config, kernel, params, launch.prefetch));
+    C10_CUDA_CHECK(cudaLaunchKernelEx(&config, kernel, params));
 }
 
 // A batch of GEMMs sharing A: batch l reads B + l * batch_b and writes D + l * batch_d (element strides).
@@ -259,7 +235,7 @@ torch::Tensor run_gemm(int M, int N, int K, const void* A, int64_t lda, const vo
     args.hw_info.device_id = dev.index;
     args.hw_info.sm_count = dev.sms;
     args.scheduler.raster_order = launch.raster;
-    set_stream_k(args.scheduler, launch, 0);
+    set_reduction(args.scheduler, launch.atomic_reduction, 0);
 
     TORCH_CHECK(Kernel::can_implement(args), "cutlass_2gemm: CUTLASS cannot implement this GEMM (alignment or size)");
     const size_t workspace_bytes = Kernel::get_workspace_size(args);
@@ -273,12 +249,6 @@ torch::Tensor run_gemm(int M, int N, int K, const void* A, int64_t lda, const vo
     return workspace;
 }
 
-// The latent's 128 x 128 tiles fill whole waves of SMs (>= 90 %): then each tile runs whole on one CTA.
-bool latent_fills_waves(int64_t M, int64_t R, int sms) {
-    const int64_t tiles = ((M + 127) / 128) * ((R + 127) / 128);
-    const int64_t waves = (tiles + sms - 1) / sms;
-    return tiles * 10 >= waves * sms * 9;
-}
 
 template <class Element>
 void forward_cutlass(const torch::Tensor& hidden, const torch::Tensor& w_down, const torch::Tensor& w_up_k,
@@ -287,30 +257,19 @@ void forward_cutlass(const torch::Tensor& hidden, const torch::Tensor& w_down, c
     using RasterOrder = cutlass::gemm::kernel::detail::RasterOrderOptions;
     cudaStream_t stream = at::cuda::getCurrentCUDAStream();
     auto latent = torch::empty({M, R}, hidden.options());
-    const bool data_parallel = CUTLASS_G1_DP != 0 && latent_fills_waves(M, R, dev.sms);
-    const Launch down{RasterOrder::Heuristic, CUTLASS_G1_ATOMIC != 0, data_parallel, false, {}};
+    // Kept until the up-projection is enqueued: a programmatic dependent may start while GEMM1 still runs.
     torch::Tensor down_workspace;
-#if CUTLASS_G1_DP == 2
-    if (data_parallel)
-        down_workspace = run_gemm<LatentGemmClustered<Element>>(int(M), int(R), int(D), hidden.data_ptr(), D,
-                                                                w_down.data_ptr(), R, latent.data_ptr(), R, dev,
-                                                                hidden.options(), stream, down);
+    if (CUTLASS_G1_CUBLAS && ((M + 127) / 128) * ((R + 127) / 128) * 2 >= dev.sms)
+        torch::mm_out(latent, hidden.view({M, D}), w_down);
     else
-#endif
-        down_workspace = run_gemm<LatentGemm<Element>>(int(M), int(R), int(D), hidden.data_ptr(), D,
-                                                       w_down.data_ptr(), R, latent.data_ptr(), R, dev,
-                                                       hidden.options(), stream, down);
+        down_workspace = run_gemm<LatentGemm<Element>>(
+            int(M), int(R), int(D), hidden.data_ptr(), D, w_down.data_ptr(), R, latent.data_ptr(), R, dev,
+            hidden.options(), stream, {RasterOrder::Heuristic, CUTLASS_G1_ATOMIC != 0, false});
     char* out_k = static_cast<char*>(out.data_ptr());
     char* out_v = out_k + N * int64_t(sizeof(Element));
-    const bool prefetch = CUTLASS_PDL == 2 && M <= kSmallM;
-    const int64_t w_up_bytes = R * N * int64_t(sizeof(Element));
-    const auto* w_up_k_bytes = static_cast<const char*>(w_up_k.data_ptr());
-    const auto* w_up_v_bytes = static_cast<const char*>(w_up_v.data_ptr());
-    const Launch up{RasterOrder::AlongM, false, false, CUTLASS_PDL != 0,
-                    {{w_up_k_bytes, w_up_v_bytes}, prefetch ? w_up_bytes : 0}};
-    Launch up_k = up, up_v = up;  // two launches: each pulls its own weight
-    up_k.prefetch.ptr[1] = nullptr;
-    up_v.prefetch.ptr[0] = nullptr;
+    // Programmatic at decode sizes only: -0.2 to -1.3 us there, +1.4 to +4 us at 512 and 4096 tokens behind the
+    // stream-K GEMM1 (NOTES 2026-12-02 third).
+    const Launch up{RasterOrder::AlongM, false, M <= kSmallM};
     // One launch for k and v when w_up_v lies above w_up_k: TMA strides are unsigned (and under 2^40 bytes).
     const int64_t v_offset = reinterpret_cast<intptr_t>(w_up_v.data_ptr()) - reinterpret_cast<intptr_t>(w_up_k.data_ptr());
     const bool batched = v_offset > 0 && v_offset < (int64_t(1) << 40);
@@ -323,9 +282,9 @@ void forward_cutlass(const torch::Tensor& hidden, const torch::Tensor& w_down, c
             return;
         }
         run_gemm<Config>(int(M), int(N), int(R), latent.data_ptr(), R, w_up_k.data_ptr(), N, out_k, 2 * N, dev,
-                         hidden.options(), stream, up_k);
+                         hidden.options(), stream, up);
         run_gemm<Config>(int(M), int(N), int(R), latent.data_ptr(), R, w_up_v.data_ptr(), N, out_v, 2 * N, dev,
-                         hidden.options(), stream, up_v);
+                         hidden.options(), stream, up);
     };
     if (M <= kSmallM) {
         up_gemm(UpGemmSmall<Element>{});

@@ -212,14 +212,6 @@ __device__ __forceinline__ void prefetch_tmap(const CUtensorMap* map) {
 #endif
 }
 
-// Bytes [ptr, ptr + bytes) -> L2 only (ptr 16-byte aligned, bytes a multiple of 16).
-__device__ __forceinline__ void bulk_prefetch_l2(const void* ptr, uint32_t bytes) {
-#if KV_SM90A
-    asm volatile("cp.async.bulk.prefetch.L2.global [%0], %1;\n" ::"l"(reinterpret_cast<uint64_t>(ptr)), "r"(bytes)
-                 : "memory");
-#endif
-}
-
 // ================================================================ device: programmatic dependent launch
 // A grid launched with cudaLaunchAttributeProgrammaticStreamSerialization may start before the previous grid in its
 // stream has finished: its threads must pdl_wait() before they touch what that grid writes (the wait returns once

@@ -177,15 +177,15 @@ def test_cutlass_2gemm_up_projection_launches_follow_weight_order(plan, v_above_
 
 
 @pytest.mark.parametrize("spec", [
-    "b=1,s=64,d=4096,rank=512,heads=8,head_dim=128",    # decode: split-K latent on 56 of 132 SMs, w_up prefetch
-    "b=1,s=4096,d=1024,rank=512,heads=4,head_dim=64",   # 128 latent tiles: the data-parallel latent GEMM
-    "b=1,s=600,d=2048,rank=256,heads=4,head_dim=64",    # stream-K latent, 2x1-cluster up tiles
-], ids=["decode", "whole-waves", "stream-k"])
+    "b=1,s=64,d=4096,rank=512,heads=8,head_dim=128",    # decode: split-K latent, programmatic up-projection
+    "b=1,s=1,d=7168,rank=512,heads=16,head_dim=128",    # one token, the longest split-K latent
+    "b=1,s=600,d=2048,rank=256,heads=4,head_dim=64",    # M > 128: stream order (and 2x1-cluster up tiles)
+], ids=["decode", "one-token", "mid"])
 def test_cutlass_2gemm_up_projection_reads_this_calls_latent(plan, spec):
-    """The up-projection may start before the latent GEMM ends (programmatic dependent launch): two calls on
-    different inputs, back to back with no synchronization between them, each match their own reference. An
-    up-projection that read the latent before this call's GEMM1 wrote it would see the previous call's (the
-    allocator hands the same block to both), or garbage."""
+    """At decode sizes the up-projection starts before the latent GEMM ends (programmatic dependent launch): three
+    calls on different inputs, back to back with no synchronization between them, each match their own
+    reference. An up-projection that read the latent before this call's GEMM1 wrote it would see the previous
+    call's (the allocator hands the same block to each), or garbage."""
     import torch
     from harness import baselines
     from harness.check import TOLERANCES, error_stats
