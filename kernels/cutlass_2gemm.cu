@@ -47,12 +47,6 @@
 #ifndef CUTLASS_G1_ATOMIC
 #define CUTLASS_G1_ATOMIC 1
 #endif
-#ifndef CUTLASS_G1_TILE
-#define CUTLASS_G1_TILE 0  // probe: 1 = 128x128x128 latent tiles (half the k-steps, half the stages)
-#endif
-#ifndef CUTLASS_G1_CUBLAS
-#define CUTLASS_G1_CUBLAS 0  // probe: 1 = cuBLAS (torch) computes the latent once its 128x128 tiles fill half the SMs
-#endif
 #include "hopper.cuh"
 #include "kv_common.cuh"
 
@@ -105,8 +99,7 @@ struct RowMajorGemm {
 };
 
 template <class Element>
-using LatentGemm = RowMajorGemm<Element, cute::Shape<_128, _128, cute::conditional_t<CUTLASS_G1_TILE == 1, _128, _64>>,
-                                cute::Shape<_1, _1, _1>,
+using LatentGemm = RowMajorGemm<Element, cute::Shape<_128, _128, _64>, cute::Shape<_1, _1, _1>,
                                 cutlass::gemm::KernelTmaWarpSpecializedCooperative,
                                 cutlass::epilogue::TmaWarpSpecializedCooperative, cutlass::gemm::StreamKScheduler>;
 // The up-projection's A (the latent) has a batch stride of static zero: k and v, run as a batch of 2, read one latent.
@@ -258,13 +251,9 @@ void forward_cutlass(const torch::Tensor& hidden, const torch::Tensor& w_down, c
     cudaStream_t stream = at::cuda::getCurrentCUDAStream();
     auto latent = torch::empty({M, R}, hidden.options());
     // Kept until the up-projection is enqueued: a programmatic dependent may start while GEMM1 still runs.
-    torch::Tensor down_workspace;
-    if (CUTLASS_G1_CUBLAS && ((M + 127) / 128) * ((R + 127) / 128) * 2 >= dev.sms)
-        torch::mm_out(latent, hidden.view({M, D}), w_down);
-    else
-        down_workspace = run_gemm<LatentGemm<Element>>(
-            int(M), int(R), int(D), hidden.data_ptr(), D, w_down.data_ptr(), R, latent.data_ptr(), R, dev,
-            hidden.options(), stream, {RasterOrder::Heuristic, CUTLASS_G1_ATOMIC != 0, false});
+    const torch::Tensor down_workspace = run_gemm<LatentGemm<Element>>(
+        int(M), int(R), int(D), hidden.data_ptr(), D, w_down.data_ptr(), R, latent.data_ptr(), R, dev,
+        hidden.options(), stream, {RasterOrder::Heuristic, CUTLASS_G1_ATOMIC != 0, false});
     char* out_k = static_cast<char*>(out.data_ptr());
     char* out_v = out_k + N * int64_t(sizeof(Element));
     // Programmatic at decode sizes only: -0.2 to -1.3 us there, +1.4 to +4 us at 512 and 4096 tokens behind the
