@@ -47,6 +47,9 @@
 #ifndef CUTLASS_G1_ATOMIC
 #define CUTLASS_G1_ATOMIC 1
 #endif
+#ifndef CUTLASS_PDL_MAX_M
+#define CUTLASS_PDL_MAX_M 128  // probe: the up-projection is a programmatic dependent up to this M
+#endif
 #include "hopper.cuh"
 #include "kv_common.cuh"
 
@@ -258,7 +261,7 @@ void forward_cutlass(const torch::Tensor& hidden, const torch::Tensor& w_down, c
     char* out_v = out_k + N * int64_t(sizeof(Element));
     // Programmatic at decode sizes only: -0.2 to -1.3 us there, +1.4 to +4 us at 512 and 4096 tokens behind the
     // stream-K GEMM1 (NOTES 2026-12-02 third).
-    const Launch up{RasterOrder::AlongM, false, M <= kSmallM};
+    const Launch up{RasterOrder::AlongM, false, M <= CUTLASS_PDL_MAX_M};
     // One launch for k and v when w_up_v lies above w_up_k: TMA strides are unsigned (and under 2^40 bytes).
     const int64_t v_offset = reinterpret_cast<intptr_t>(w_up_v.data_ptr()) - reinterpret_cast<intptr_t>(w_up_k.data_ptr());
     const bool batched = v_offset > 0 && v_offset < (int64_t(1) << 40);
