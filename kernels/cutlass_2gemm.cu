@@ -47,9 +47,6 @@
 #ifndef CUTLASS_G1_ATOMIC
 #define CUTLASS_G1_ATOMIC 1
 #endif
-#ifndef CUTLASS_PDL_MAX_M
-#define CUTLASS_PDL_MAX_M 128  // probe: the up-projection is a programmatic dependent up to this M
-#endif
 #include "hopper.cuh"
 #include "kv_common.cuh"
 
@@ -259,9 +256,9 @@ void forward_cutlass(const torch::Tensor& hidden, const torch::Tensor& w_down, c
         hidden.options(), stream, {RasterOrder::Heuristic, CUTLASS_G1_ATOMIC != 0, false});
     char* out_k = static_cast<char*>(out.data_ptr());
     char* out_v = out_k + N * int64_t(sizeof(Element));
-    // Programmatic at decode sizes only: -0.2 to -1.3 us there, +1.4 to +4 us at 512 and 4096 tokens behind the
-    // stream-K GEMM1 (NOTES 2026-12-02 third).
-    const Launch up{RasterOrder::AlongM, false, M <= CUTLASS_PDL_MAX_M};
+    // Programmatic at decode sizes only: -0.6 to -0.9 us at DeepSeek-V2/V3 64 tokens, within 0.2 us elsewhere;
+    // +1.4 to +4 us at 512 and 4096 tokens behind the stream-K GEMM1 (NOTES 2026-12-02 third).
+    const Launch up{RasterOrder::AlongM, false, M <= kSmallM};
     // One launch for k and v when w_up_v lies above w_up_k: TMA strides are unsigned (and under 2^40 bytes).
     const int64_t v_offset = reinterpret_cast<intptr_t>(w_up_v.data_ptr()) - reinterpret_cast<intptr_t>(w_up_k.data_ptr());
     const bool batched = v_offset > 0 && v_offset < (int64_t(1) << 40);
