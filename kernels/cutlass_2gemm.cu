@@ -242,7 +242,6 @@ torch::Tensor run_gemm(int M, int N, int K, const void* A, int64_t lda, const vo
     return workspace;
 }
 
-
 template <class Element>
 void forward_cutlass(const torch::Tensor& hidden, const torch::Tensor& w_down, const torch::Tensor& w_up_k,
                      const torch::Tensor& w_up_v, torch::Tensor& out, int64_t M, int64_t D, int64_t R, int64_t N,
