@@ -143,7 +143,7 @@ def run_merge(argv: list[str]) -> int:
 def plot_parser() -> argparse.ArgumentParser:
     p = _Parser(prog="run_bench.py plot", description="Plot a result file's speedups over eager (PNG).")
     p.add_argument("result", type=Path)
-    p.add_argument("--out", type=Path, help="image path (default: the result file with .png)")
+    p.add_argument("--out", type=Path, help="image path (default: the result file with .png for .json or .json.gz)")
     return p
 
 
@@ -151,7 +151,8 @@ def run_plot(argv: list[str]) -> int:
     from harness.plot import plot_speedups
     args = plot_parser().parse_args(argv)
     result = load_result(args.result)
-    out = args.out or args.result.with_suffix(".png")
+    stem = args.result.with_suffix("") if args.result.suffix == ".gz" else args.result  # x.json.gz -> x.png
+    out = args.out or stem.with_suffix(".png")
     _check_writable(out, "--out")
     try:
         print(f"plot: {plot_speedups(result, out)}")

@@ -1,16 +1,19 @@
 """Read and write the JSON result file of one benchmark run.
 
 Reading validates just enough for the compare gate to trust the file: every error is
-a ResultFileError with one line that names the file and what is wrong with it.
+a ResultFileError with one line that names the file and what is wrong with it. A name ending in `.gz` is read
+through gzip (the committed H200 files are stored that way).
 `load_result` / `parse_result` turn a file into typed rows (ResultFile, ResultRow) for the readers
 (compare, plot, the renderers); older schemas read with defaults for what they lack. No torch here.
 """
 from __future__ import annotations
 
 import dataclasses
+import gzip
 import json
 import os
 import tempfile
+import zlib
 from collections.abc import Mapping
 from pathlib import Path
 
@@ -57,14 +60,21 @@ def write_result_file(path, data: dict) -> None:
 def read_result_file(path) -> dict:
     """Return the parsed result file, or raise ResultFileError saying what is wrong."""
     path = Path(path)
-    data = _parse_json(path, _read_text(path))
+    data = _parse_json(path, read_text(path))
     _validate(path, data)
     return data
 
 
-def _read_text(path: Path) -> str:
+def read_text(path) -> str:
+    """The text of a result file, gunzipped when its name ends in `.gz`; errors as one-line ResultFileErrors."""
+    path = Path(path)
     try:
+        if path.suffix == ".gz":
+            with gzip.open(path, "rt", encoding="utf-8") as f:
+                return f.read()
         return path.read_text(encoding="utf-8")
+    except (gzip.BadGzipFile, EOFError, zlib.error):
+        raise ResultFileError(f"{path}: not a gzip file, or a truncated one (the name ends in .gz)") from None
     except FileNotFoundError:
         raise ResultFileError(f"{path}: no such result file") from None
     except UnicodeDecodeError:

@@ -1,6 +1,7 @@
 """Issue 9's targets, read from result files the harness wrote: each target's measured ratio, the bar, and which
 row met it or came closest. Nothing is measured here; rows come from the files as they are.
     python3 scripts/targets.py results/2026-11-30-h200-sweep-16bit.json results/2026-11-30-h200-sweep-fp32.json
+Files ending in .gz are read through gzip. A file that cannot be read: one line on stderr, exit code 2.
 Hand-written variants are the kernels/ variants other than the library designs (cuBLAS: cublas_stack, tf32x3;
 CUTLASS: cutlass_2gemm); the targets' ratios are of GPU time (median, cold L2), within one file.
 """
@@ -9,6 +10,8 @@ import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+from harness.errors import ResultFileError  # noqa: E402
+from harness.resultfile import read_text  # noqa: E402
 from harness.shapes import MODEL_PRESETS, SEED  # noqa: E402
 
 LIBRARY_VARIANTS = {"cublas_stack", "cutlass_2gemm", "tf32x3"}
@@ -24,13 +27,20 @@ def shape_name(shape):
     return None, None
 
 
+def read_rows(path):
+    try:
+        return json.loads(read_text(path))["rows"]
+    except (json.JSONDecodeError, KeyError, TypeError):
+        raise ResultFileError(f"{path}: not a result file (no JSON object with rows)") from None
+
+
 def load(paths):
     """{(preset, tokens, dtype): {variant: row}} of the rows with a GPU time; a group comes whole from one file (the
     last file that has it), so no ratio mixes two runs."""
     groups = {}
     for path in paths:
         in_file = {}
-        for row in json.loads(Path(path).read_text())["rows"]:
+        for row in read_rows(path):
             name, tokens = shape_name(row["shape"])
             if name is None or row["status"] != "ok" or not row.get("gpu_us"):
                 continue
@@ -113,7 +123,11 @@ def fp32_targets(groups):
 
 
 def main(paths):
-    groups = load(paths)
+    try:
+        groups = load(paths)
+    except ResultFileError as error:
+        print(f"targets.py: {error}", file=sys.stderr)
+        sys.exit(2)
     print(floor_target(groups, 1, "deepseek-v3", 4096, 1.15))
     print(floor_target(groups, 2, "deepseek-v2-lite", 4096, 1.3))
     print(floor_target(groups, 3, "deepseek-v3", 512, 1.3))

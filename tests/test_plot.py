@@ -1,3 +1,4 @@
+import gzip
 from pathlib import Path
 
 import pytest
@@ -20,6 +21,13 @@ def test_plot_command_writes_a_png(tmp_path):
     out = tmp_path / "speedups.png"
     assert cli.main(["plot", str(DATA / "h200_run1.json"), "--out", str(out)]) == 0
     assert out.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def test_plot_of_a_gzipped_file_defaults_to_its_name_with_png(tmp_path):
+    gzipped = tmp_path / "run.json.gz"
+    gzipped.write_bytes(gzip.compress((DATA / "h200_run1.json").read_bytes()))
+    assert cli.main(["plot", str(gzipped)]) == 0
+    assert (tmp_path / "run.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
 
 
 def test_plot_refuses_a_file_with_nothing_timed(tmp_path, capsys):

@@ -1,4 +1,5 @@
 """Result files: atomic writing, and one-line errors for every kind of bad file."""
+import gzip
 import json
 import os
 from pathlib import Path
@@ -108,6 +109,22 @@ def test_not_utf8(tmp_path):
     path = tmp_path / "binary.json"
     path.write_bytes(b"\xff\xfe\x00garbage")
     assert "not UTF-8" in rejected(path)
+
+
+def test_gzipped_file_reads_as_the_plain_one(result, tmp_path):
+    """The committed H200 files are stored as .json.gz: every reader (compare, merge, plot, targets) takes them."""
+    path = tmp_path / "run.json.gz"
+    path.write_bytes(gzip.compress(json.dumps(result).encode()))
+    assert read_result_file(path) == result
+    assert len(load_result(path).rows) == len(result["rows"])
+
+
+def test_gzip_name_on_a_plain_or_cut_file(result, tmp_path):
+    plain = write_json(tmp_path / "plain.json.gz", result)
+    assert "not a gzip file, or a truncated one" in rejected(plain)
+    cut = tmp_path / "cut.json.gz"
+    cut.write_bytes(gzip.compress(json.dumps(result).encode())[:200])
+    assert "not a gzip file, or a truncated one" in rejected(cut)
 
 
 def test_not_an_object(tmp_path):

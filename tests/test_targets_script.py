@@ -1,6 +1,10 @@
 """scripts/targets.py reads issue 9's targets from result files: the verdicts follow the rows' GPU times, library
 designs do not count as hand-written, and a group's ratios never mix two files."""
+import gzip
 import json
+import subprocess
+import sys
+from pathlib import Path
 
 import pytest
 import script_module
@@ -59,3 +63,17 @@ def test_a_group_comes_whole_from_one_file(tmp_path, targets):
     second = write(tmp_path, "b.json", [*baselines(), row("two_stage", 260.0)])
     groups = targets.load([first, second])
     assert set(groups[("deepseek-v3", 4096, "bfloat16")]) == {"eager", "torch-2gemm", "two_stage"}
+
+
+def test_gzipped_files_and_unreadable_ones(tmp_path, targets):
+    """The committed H200 files are .json.gz; a file that cannot be read is one line on stderr and exit code 2."""
+    path = tmp_path / "a.json.gz"
+    path.write_bytes(gzip.compress(json.dumps({"rows": [*baselines(), row("two_stage", 220.0)]}).encode()))
+    assert "MET" in targets.floor_target(targets.load([path]), 1, "deepseek-v3", 4096, 1.15)
+    not_rows = tmp_path / "list.json"
+    not_rows.write_text("[1, 2]")
+    script = Path(__file__).resolve().parent.parent / "scripts" / "targets.py"
+    for bad, says in ((tmp_path / "nowhere.json", "no such result file"), (not_rows, "not a result file")):
+        done = subprocess.run([sys.executable, str(script), str(bad)], capture_output=True, text=True)
+        assert done.returncode == 2 and done.stdout == "", done
+        assert done.stderr.count("\n") == 1 and says in done.stderr and str(bad) in done.stderr, done.stderr
