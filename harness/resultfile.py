@@ -60,7 +60,7 @@ def write_result_file(path, data: dict) -> None:
 def read_result_file(path) -> dict:
     """Return the parsed result file, or raise ResultFileError saying what is wrong."""
     path = Path(path)
-    data = _parse_json(path, read_text(path))
+    data = parse_json(path, read_text(path))
     _validate(path, data)
     return data
 
@@ -83,7 +83,8 @@ def read_text(path) -> str:
         raise ResultFileError(f"{path}: cannot read result file: {e.strerror or e}") from None
 
 
-def _parse_json(path: Path, text: str):
+def parse_json(path: Path, text: str):
+    """The JSON value of a result file's text; an empty or malformed text is a one-line ResultFileError."""
     if not text.strip():
         raise ResultFileError(f"{path}: empty result file (the run was interrupted?)")
     try:

@@ -5,13 +5,12 @@ Files ending in .gz are read through gzip. A file that cannot be read: one line 
 Hand-written variants are the kernels/ variants other than the library designs (cuBLAS: cublas_stack, tf32x3;
 CUTLASS: cutlass_2gemm); the targets' ratios are of GPU time (median, cold L2), within one file.
 """
-import json
 import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from harness.errors import ResultFileError  # noqa: E402
-from harness.resultfile import read_text  # noqa: E402
+from harness.resultfile import parse_json, read_text  # noqa: E402
 from harness.shapes import MODEL_PRESETS, SEED  # noqa: E402
 
 LIBRARY_VARIANTS = {"cublas_stack", "cutlass_2gemm", "tf32x3"}
@@ -28,10 +27,10 @@ def shape_name(shape):
 
 
 def read_rows(path):
-    try:
-        return json.loads(read_text(path))["rows"]
-    except (json.JSONDecodeError, KeyError, TypeError):
-        raise ResultFileError(f"{path}: not a result file (no JSON object with rows)") from None
+    data = parse_json(Path(path), read_text(path))
+    if not isinstance(data, dict) or not isinstance(data.get("rows"), list):
+        raise ResultFileError(f"{path}: not a result file (no JSON object with rows)")
+    return data["rows"]
 
 
 def load(paths):
