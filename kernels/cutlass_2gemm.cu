@@ -169,28 +169,13 @@ void launch_kernel(const typename Kernel::Params& params, cudaStream_t stream, c
     const int smem_bytes = Kernel::SharedStorageSize;
     C10_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, smem_bytes));
     using Cluster = typename Kernel::DispatchPolicy::ClusterShape;
-    cudaLaunchAttribute attrs[2];
-    unsigned n_attrs = 0;
-    if (cute::size(Cluster{}) > 1) {
-        attrs[n_attrs].id = cudaLaunchAttributeClusterDimension;
-        attrs[n_attrs].val.clusterDim.x = cute::size<0>(Cluster{});
-        attrs[n_attrs].val.clusterDim.y = cute::size<1>(Cluster{});
-        attrs[n_attrs].val.clusterDim.z = cute::size<2>(Cluster{});
-        ++n_attrs;
-    }
-    if (launch.programmatic) {
-        attrs[n_attrs].id = cudaLaunchAttributeProgrammaticStreamSerialization;
-        attrs[n_attrs].val.programmaticStreamSerializationAllowed = 1;
-        ++n_attrs;
-    }
-    cudaLaunchConfig_t config = {};
-    config.gridDim = Kernel::get_grid_shape(params);
-    config.blockDim = Kernel::get_block_shape();
-    config.dynamicSmemBytes = smem_bytes;
-    config.stream = stream;
-    config.attrs = attrs;
-    config.numAttrs = n_attrs;
-    C10_CUDA_CHECK(cudaLaunchKernelEx(&config, kernel, params));
+    hop::LaunchShape shape;
+    shape.grid = Kernel::get_grid_shape(params);
+    shape.block = Kernel::get_block_shape();
+    shape.smem_bytes = smem_bytes;
+    shape.cluster = dim3(cute::size<0>(Cluster{}), cute::size<1>(Cluster{}), cute::size<2>(Cluster{}));
+    shape.programmatic = launch.programmatic;
+    hop::launch_ex(kernel, shape, stream, params);
 }
 
 // A batch of GEMMs sharing A: batch l reads B + l * batch_b and writes D + l * batch_d (element strides).

@@ -1,7 +1,8 @@
 // Hopper (sm_90a) building blocks shared by the tensor-core variants: TMA tensor maps (host; the driver's
-// cuTensorMapEncodeTiled reached through cudaGetDriverEntryPointByVersion, so no -lcuda), mbarriers, TMA
-// loads / stores / L2 prefetches, programmatic dependent launch, wgmma shared-memory descriptors and wrappers,
-// fences, setmaxnreg, named barriers.
+// cuTensorMapEncodeTiled reached through cudaGetDriverEntryPointByVersion, so no -lcuda), kernel launches with
+// cluster / programmatic attributes (host), mbarriers, TMA loads / stores / L2 prefetches, programmatic
+// dependent launch, wgmma shared-memory descriptors and wrappers, fences,
+// setmaxnreg, named barriers.
 //
 // Every device helper compiles to nothing unless the target is sm_90a (__CUDA_ARCH_FEAT_SM90_ALL): a build for
 // another target still compiles, and the host asks sm90a_kernels_built() before it dispatches to these paths.
@@ -11,6 +12,8 @@
 
 #include <cuda.h>
 #include <cudaTypedefs.h>
+
+#include <utility>
 
 #if defined(__CUDA_ARCH__) && defined(__CUDA_ARCH_FEAT_SM90_ALL)
 #define KV_SM90A 1
@@ -55,6 +58,47 @@ inline CUtensorMap make_tmap_2d(const void* base, uint64_t rows, uint64_t cols, 
                                          CU_TENSOR_MAP_L2_PROMOTION_L2_256B, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
     TORCH_CHECK(r == CUDA_SUCCESS, "cuTensorMapEncodeTiled failed");
     return m;
+}
+
+// ================================================================ host: launches
+
+// How a kernel of these variants is launched: grid, block, dynamic shared memory, CTAs per cluster (1 = no cluster
+// attribute) and whether it is the programmatic dependent of the previous grid in the stream (it may start while
+// that grid runs; its threads pdl_wait() before they read what that grid writes).
+struct LaunchShape {
+    dim3 grid, block;
+    int smem_bytes = 0;
+    dim3 cluster = dim3(1, 1, 1);
+    bool programmatic = false;
+};
+
+// One cudaLaunchKernelEx with the attributes `shape` asks for; the arguments are converted to the kernel's
+// parameter types as in a <<<>>> launch.
+template <typename... KernelParams, typename... Args>
+inline void launch_ex(void (*kernel)(KernelParams...), const LaunchShape& shape, cudaStream_t stream,
+                      Args&&... args) {
+    cudaLaunchAttribute attrs[2];
+    unsigned n_attrs = 0;
+    if (shape.cluster.x * shape.cluster.y * shape.cluster.z > 1) {
+        attrs[n_attrs].id = cudaLaunchAttributeClusterDimension;
+        attrs[n_attrs].val.clusterDim.x = shape.cluster.x;
+        attrs[n_attrs].val.clusterDim.y = shape.cluster.y;
+        attrs[n_attrs].val.clusterDim.z = shape.cluster.z;
+        ++n_attrs;
+    }
+    if (shape.programmatic) {
+        attrs[n_attrs].id = cudaLaunchAttributeProgrammaticStreamSerialization;
+        attrs[n_attrs].val.programmaticStreamSerializationAllowed = 1;
+        ++n_attrs;
+    }
+    cudaLaunchConfig_t config = {};
+    config.gridDim = shape.grid;
+    config.blockDim = shape.block;
+    config.dynamicSmemBytes = size_t(shape.smem_bytes);
+    config.stream = stream;
+    config.attrs = attrs;
+    config.numAttrs = n_attrs;
+    C10_CUDA_CHECK(cudaLaunchKernelEx(&config, kernel, std::forward<Args>(args)...));
 }
 
 // ================================================================ device: addresses, barriers, fences

@@ -265,17 +265,12 @@ static inline void set_smem_attr(int dev) {
 // mla::make_maps<T, BM1, 128>'s: latent boxes 64 k x 128 rows, w_up boxes 64 x 64, out boxes 64 x 64.
 template <typename T>
 inline void launch(const mla::Maps& m, const Params& p, int grid, cudaStream_t stream) {
-    cudaLaunchConfig_t cfg = {};
-    cfg.gridDim = dim3(unsigned(grid));
-    cfg.blockDim = dim3(THREADS);
-    cfg.dynamicSmemBytes = SMEM_ALLOC;
-    cfg.stream = stream;
-    cudaLaunchAttribute attr[1];
-    attr[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
-    attr[0].val.programmaticStreamSerializationAllowed = 1;
-    cfg.attrs = attr;
-    cfg.numAttrs = 1;
-    C10_CUDA_CHECK(cudaLaunchKernelEx(&cfg, gemm2_pingpong_kernel<T>, m.latent, m.wk, m.wv, m.out, p));
+    hop::LaunchShape shape;
+    shape.grid = dim3(unsigned(grid));
+    shape.block = dim3(THREADS);
+    shape.smem_bytes = SMEM_ALLOC;
+    shape.programmatic = true;
+    hop::launch_ex(gemm2_pingpong_kernel<T>, shape, stream, m.latent, m.wk, m.wv, m.out, p);
 }
 
 }  // namespace mla_pp

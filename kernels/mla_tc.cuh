@@ -599,17 +599,12 @@ static inline void set_smem_attr(int dev) {
 // Launch units [first, last) on `grid` CTAs; pdl: launched as a programmatic dependent of the previous kernel.
 template <typename T, int BM, int BN_ = BN>
 inline void launch(const Maps& m, const Params& p, int grid, bool pdl, cudaStream_t stream) {
-    cudaLaunchConfig_t cfg = {};
-    cfg.gridDim = dim3(unsigned(grid));
-    cfg.blockDim = dim3(THREADS);
-    cfg.dynamicSmemBytes = Cfg<BM, BN_>::SMEM_ALLOC;
-    cfg.stream = stream;
-    cudaLaunchAttribute attr[1];
-    attr[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
-    attr[0].val.programmaticStreamSerializationAllowed = 1;
-    cfg.attrs = attr;
-    cfg.numAttrs = pdl ? 1 : 0;
-    C10_CUDA_CHECK(cudaLaunchKernelEx(&cfg, mla_tc_kernel<T, BM, BN_>, m.hidden, m.wdown, m.latent, m.wk, m.wv, m.out, p));
+    hop::LaunchShape shape;
+    shape.grid = dim3(unsigned(grid));
+    shape.block = dim3(THREADS);
+    shape.smem_bytes = Cfg<BM, BN_>::SMEM_ALLOC;
+    shape.programmatic = pdl;
+    hop::launch_ex(mla_tc_kernel<T, BM, BN_>, shape, stream, m.hidden, m.wdown, m.latent, m.wk, m.wv, m.out, p);
 }
 
 }  // namespace mla
