@@ -6,11 +6,11 @@
  * this build's sm_90a kernels present -> tensor-core path; everything else -> the SIMT paths (second block below).
  *
  * Tensor-core prefill path (kernels/mla_cluster.cuh has the tiling, the exchange and the thread roles): when rank
- *   <= 512 and the ceil(M / 128) clusters of C = ceil(rank / 128) CTAs fill >= 90 % of the SMs in whole waves
- *   (DeepSeek-V3 / V2 / V2-Lite / Kimi-K2 at 4096 tokens on an H200: 32 clusters of 4), one launch: each CTA of a
- *   row tile's cluster computes 128 latent columns (hidden rows multicast to the cluster), the slices are
- *   exchanged through distributed shared memory, and each CTA computes a C-th of the row tile's output columns
- *   from the whole latent in its shared memory.
+ *   <= 512 and the ceil(M / 128) x C CTAs (C = ceil(rank / 128)) fill >= 90 % of the SMs (DeepSeek-V3 / V2 /
+ *   V2-Lite / Kimi-K2 at 4096 tokens: 128 CTAs), one launch: each of a row tile's C CTAs computes 128 latent
+ *   columns (hidden rows multicast inside its cluster), the slices are exchanged on chip (distributed shared memory
+ *   inside a cluster, L2 between the clusters of a row tile), and each CTA computes a C-th of the row tile's output
+ *   columns from the whole latent in its shared memory.
  * Tensor-core path otherwise (kernels/mla_tc.cuh has the tile, the thread roles and the epilogues): one launch, grid =
  *   min(#SMs, units), one CTA per SM (all resident: the waits below need it). Units in order: GEMM1 units
  *   (row tile, 256 latent columns, k-split; tiles x splits <= #SMs), then GEMM2 units (row tile, 256 output
@@ -729,8 +729,8 @@ bool run_fused_tc(const torch::Tensor& hidden, const torch::Tensor& w_down, cons
     kv::DevInfo info;
     if (!mla::tc_path_ready(hidden, w_down, w_up_k, w_up_v, out, D, R, N, need, 0, dev, stream, info)) return false;
     if (info.optin >= mla_cl::SMEM_ALLOC &&
-        mla_cl::launch_if_it_fills<T>(hidden.data_ptr(), w_down.data_ptr(), w_up_k.data_ptr(), w_up_v.data_ptr(),
-                                      out.data_ptr(), M, D, R, N, dev, info.sms, stream))
+        mla_cl::launch_if_it_fills<T>(hidden, w_down, w_up_k, w_up_v, out, M, D, R, N, dev, info.sms,
+                                      mla::counters(dev, need, stream), stream))
         return true;
     if (bm == 64)
         launch_fused_tc<T, 64>(hidden, w_down, w_up_k, w_up_v, out, M, D, R, N, dev, info.sms, stream);

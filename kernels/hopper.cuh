@@ -319,6 +319,38 @@ __device__ __forceinline__ void bulk_copy_to_cta(const void* src, uint32_t bytes
 #endif
 }
 
+// `bytes` (a multiple of 16) of this CTA's smem -> global memory, as a bulk-group (tma_store_commit /
+// tma_store_wait); the source must have been made visible to the async proxy.
+__device__ __forceinline__ void bulk_store_global(void* dst, const void* src, uint32_t bytes) {
+#if KV_SM90A
+    asm volatile("cp.async.bulk.global.shared::cta.bulk_group [%0], [%1], %2;\n"
+                 ::"l"(reinterpret_cast<uint64_t>(dst)), "r"(smem_u32(src)), "r"(bytes) : "memory");
+#endif
+}
+// `bytes` (a multiple of 16) of global memory -> this CTA's smem, counted on `bar`.
+__device__ __forceinline__ void bulk_load_global(void* dst, const void* src, uint32_t bytes, uint64_t* bar) {
+#if KV_SM90A
+    asm volatile("cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1], %2, [%3];\n"
+                 ::"r"(smem_u32(dst)), "l"(reinterpret_cast<uint64_t>(src)), "r"(bytes), "r"(smem_u32(bar))
+                 : "memory");
+#endif
+}
+
+// ================================================================ device: flags between CTAs of one grid
+
+__device__ __forceinline__ int ld_acquire(const int* p) {
+    int v;
+    asm volatile("ld.acquire.gpu.global.s32 %0, [%1];\n" : "=r"(v) : "l"(p) : "memory");
+    return v;
+}
+// The split-k and ready counters are published by ONE thread after a barrier of the threads whose stores it
+// publishes: a release at gpu scope is cumulative over what the barrier ordered before it (the pattern of CUTLASS's
+// generic barrier). Cheaper than a fence.sc.gpu (__threadfence) in every consumer thread, which the profile found on
+// the decode critical path (the form of before: b4afe6f's MLA_SPLIT_SYNC=0; results/NOTES.md has the probe).
+__device__ __forceinline__ void red_release(int* p, int v) {
+    asm volatile("red.release.gpu.global.add.s32 [%0], %1;\n" ::"l"(p), "r"(v) : "memory");
+}
+
 // ================================================================ device: programmatic dependent launch
 // A grid launched with cudaLaunchAttributeProgrammaticStreamSerialization may start before the previous grid in its
 // stream has finished: its threads must pdl_wait() before they touch what that grid writes (the wait returns once

@@ -1,15 +1,16 @@
-// fused_tiled's prefill kernel (bf16 / fp16, sm_90a): one thread-block cluster per 128-row tile; the row tile's
-// latent is computed in slices by the cluster's CTAs, exchanged through distributed shared memory and never
-// written to global memory.
+// fused_tiled's prefill kernel (bf16 / fp16, sm_90a): C CTAs per 128-row tile compute the row tile's latent in
+// slices and exchange them on chip (distributed shared memory inside a thread-block cluster; through L2 between
+// the clusters of a row tile when clusters of C CTAs do not fit the GPU at once).
 #pragma once
 
 #include "hopper.cuh"
 
 /*
- * Cluster of C = ceil(rank / 128) <= 4 CTAs per 128-row tile mt (grid: ceil(M / 128) clusters, one CTA per SM).
- * Phase 1 (GEMM1): CTA c computes latent[mt rows, 128c .. 128c + 127] = hidden rows @ w_down[:, 128c ..], K = d in
- *   64-deep k-steps. A: one box 64 k x 128 rows (16 KB); with C = 2 or 4 each CTA loads 128 / C of its rows and
- *   multicasts them to the whole cluster, so the cluster reads its hidden rows from L2 once, not C times.
+ * Group of C = ceil(rank / 128) <= 4 CTAs per 128-row tile mt, made of C / CL clusters of CL CTAs (grid: ceil(M / 128)
+ *   * C CTAs, one per SM; CL = C when that many clusters of C fit the GPU, else the largest divisor of C that does).
+ * Phase 1 (GEMM1): CTA c of the group computes latent[mt rows, 128c .. 128c + 127] = hidden rows @ w_down[:, 128c ..],
+ *   K = d in 64-deep k-steps. A: one box 64 k x 128 rows (16 KB); with CL = 2 or 4 each CTA loads 128 / CL of its
+ *   rows and multicasts them to its cluster, so a cluster reads its hidden rows from L2 once, not CL times.
  *   B: two boxes 64 n x 64 k of w_down (16 KB). Consumer warpgroup g owns rows 64g .. 64g + 63 and all 128
  *   columns (wgmma m64n128k16, 64 fp32 accumulators a thread). STAGES stages of 32 KB: all of shared memory, the
  *   latent's space included (the latent is written only once phase 1 is done).
@@ -17,7 +18,10 @@
  *   K-major, 128-byte-swizzled layout that TMA would have written (slice c = the latent's k-steps 2c and 2c + 1 at
  *   offset 32 KB * c). After a cluster barrier (every CTA is through phase 1, so its latent space is free) one
  *   thread bulk-copies the slice to the same offset in every other CTA of the cluster (counted on the receiver's
- *   latent barrier). Each CTA then holds the row tile's whole latent (128 x 128C) as phase 2's A operand.
+ *   latent barrier). With C / CL > 1 clusters per row tile, each CTA also bulk-stores its slice (32 KB, as laid
+ *   out in smem) to a scratch buffer and bumps the row tile's ready counter; once it reads C, a CTA bulk-loads the
+ *   other clusters' slices (these waits need every CTA resident: the host takes this form only when the whole grid
+ *   fits at once). Each CTA then holds the row tile's whole latent (128 x 128C) as phase 2's A operand.
  * Phase 2 (GEMM2): CTA c computes the output column tiles nt = c, c + C, ... (256 columns of the 2N; from w_up_k
  *   when nt < N / 256, else from w_up_v), K = rank: B four boxes 64 n x 64 k (32 KB) through the STAGES - C stages
  *   above the latent. Consumer g owns rows 64g .., all 256 columns (m64n256k16, 128 accumulators). Epilogue:
@@ -27,6 +31,8 @@
  * Barriers: full / empty per stage for phase 1 (with multicast, empty counts the consumer warpgroups of the whole
  *   cluster: a stage is refilled only once every CTA has read it); full2 / empty2 per ring stage for phase 2
  *   (local); one latent barrier. A ring stage's first phase-2 fill waits for its last phase-1 release.
+ *   The ready / consumed counters (per row tile) return to zero at the end of each launch (the row tile's last
+ *   reader resets them), so a CUDA-graph replay starts from zero.
  */
 
 namespace mla_cl {
@@ -46,13 +52,17 @@ static_assert(STAGES > MAX_C, "phase 2 needs a ring stage above the latent");
 
 struct Params {
     int M, D, R, N;
-    int C;          // CTAs per cluster = latent slices
-    int multicast;  // the A boxes of phase 1 are multicast (C = 2 or 4)
+    int C;          // CTAs per row tile = latent slices
+    int CL;         // CTAs per cluster (a divisor of C)
+    int multicast;  // the A boxes of phase 1 are multicast in the cluster (CL = 2 or 4)
     int ksteps1;    // ceil(D / BK)
     int ksteps2;    // ceil(R / BK)
     int n_nt2;      // output column tiles: 2N / 256
     int nt2_v;      // first tile read from w_up_v: N / 256
     void* out;
+    void* scratch;  // C / CL > 1: the slices, [row tile][slice][32 KB]
+    int* ready;     // per row tile: slices in scratch (self-resetting)
+    int* consumed;  // per row tile: CTAs that have loaded the slices (self-resetting)
 };
 
 template <typename T>
@@ -70,16 +80,18 @@ fused_cluster_kernel(const __grid_constant__ CUtensorMap tm_hidden, const __grid
     uint64_t* empty2 = full2 + STAGES;
     uint64_t* latent_bar = empty2 + STAGES;
 
-    const int C = p.C, NR = STAGES - p.C;
+    const int C = p.C, CL = p.CL, NR = STAGES - p.C;
     const uint32_t rank = hop::cluster_ctarank();
-    const int mt = int(hop::cluster_id_x());
+    const int cid = int(hop::cluster_id_x());
+    const int mt = cid / (C / CL);
+    const int c = (cid % (C / CL)) * CL + int(rank);  // this CTA's slice of the row tile
     const int tid = threadIdx.x;
     const int wg = tid / 128;
 
     if (tid == 0) {
         for (int s = 0; s < STAGES; ++s) {
             hop::mbar_init(&full[s], 1);
-            hop::mbar_init(&empty[s], p.multicast ? 2 * C : 2);
+            hop::mbar_init(&empty[s], p.multicast ? 2 * CL : 2);
             hop::mbar_init(&full2[s], 1);
             hop::mbar_init(&empty2[s], 2);
         }
@@ -96,8 +108,8 @@ fused_cluster_kernel(const __grid_constant__ CUtensorMap tm_hidden, const __grid
             hop::prefetch_tmap(&tm_wdown);
             hop::prefetch_tmap(&tm_wk);
             hop::prefetch_tmap(&tm_wv);
-            const int a_rows = p.multicast ? BM / C : BM;  // this CTA's rows of each A box
-            const uint16_t mask = uint16_t((1u << C) - 1);
+            const int a_rows = p.multicast ? BM / CL : BM;  // this CTA's rows of each A box
+            const uint16_t mask = uint16_t((1u << CL) - 1);
             uint32_t ph1 = 0;  // bit s: parity of stage s's next phase-1 fill
             for (int k = 0; k < p.ksteps1; ++k) {
                 const int s = k % STAGES;
@@ -112,14 +124,14 @@ fused_cluster_kernel(const __grid_constant__ CUtensorMap tm_hidden, const __grid
                     hop::tma_load_2d(st, &tm_hidden, k * BK, mt * BM, &full[s]);
 #pragma unroll
                 for (int b = 0; b < 2; ++b)
-                    hop::tma_load_2d(st + 16384 + b * B_BOX_BYTES, &tm_wdown, int(rank) * SLICE + 64 * b, k * BK, &full[s]);
+                    hop::tma_load_2d(st + 16384 + b * B_BOX_BYTES, &tm_wdown, c * SLICE + 64 * b, k * BK, &full[s]);
             }
             // Phase 2's first NR fills only wait for phase 1's releases; the exchange barrier comes after them, so
             // w_up streams in while the cluster exchanges the latent.
             uint32_t ph2 = 0, first_done = 0;
             bool synced = false;
             int j = 0;
-            for (int nt = int(rank); nt < p.n_nt2; nt += C) {
+            for (int nt = c; nt < p.n_nt2; nt += C) {
                 const CUtensorMap* tb = nt < p.nt2_v ? &tm_wk : &tm_wv;
                 const int bx = (nt < p.nt2_v ? nt : nt - p.nt2_v) * 256;
                 for (int k = 0; k < p.ksteps2; ++k, ++j) {
@@ -156,12 +168,12 @@ fused_cluster_kernel(const __grid_constant__ CUtensorMap tm_hidden, const __grid
         const int r = 64 * g + r_in;               // fragment row inside the tile
         auto release1 = [&](int s) {
             if (p.multicast) {
-                for (int c = 0; c < C; ++c) hop::mbar_arrive_cluster(&empty[s], uint32_t(c));
+                for (int cr = 0; cr < CL; ++cr) hop::mbar_arrive_cluster(&empty[s], uint32_t(cr));
             } else {
                 hop::mbar_arrive(&empty[s]);
             }
         };
-        unsigned char* slice = smem + rank * STAGE_BYTES;
+        unsigned char* slice = smem + c * STAGE_BYTES;
         {
             // ---- phase 1: this CTA's latent slice
             float acc[64];
@@ -200,13 +212,41 @@ fused_cluster_kernel(const __grid_constant__ CUtensorMap tm_hidden, const __grid
             }
             hop::fence_proxy_async_smem();  // the slice -> the async proxy (bulk copies and wgmma read it)
         }
+        const bool via_l2 = C > CL;
+        unsigned char* const scratch = reinterpret_cast<unsigned char*>(p.scratch) + size_t(mt) * C * STAGE_BYTES;
+        if (via_l2) {
+            hop::named_barrier(1, 256);  // both warpgroups' parts of the slice are written and fenced
+            if (tid == 128) {
+                hop::bulk_store_global(scratch + size_t(c) * STAGE_BYTES, slice, STAGE_BYTES);
+                hop::tma_store_commit();
+                hop::tma_store_wait<0>();           // the bytes are in global memory
+                hop::fence_proxy_async_global();    // async-proxy writes, then the generic release below
+                hop::red_release(&p.ready[mt], 1);
+            }
+        }
         // Announced before the barrier, so no peer's copy can reach this barrier before its byte count is set.
         if (tid == 128) hop::mbar_arrive_expect_tx(latent_bar, uint32_t((C - 1) * STAGE_BYTES));
         hop::cluster_sync();  // every CTA is through phase 1 (its latent space free) and has written its slice
-        if (tid == 128)
-            for (int c = 0; c < C; ++c)
-                if (c != int(rank)) hop::bulk_copy_to_cta(slice, STAGE_BYTES, latent_bar, uint32_t(c));
+        if (tid == 128) {
+            const int c0 = c - int(rank);  // the cluster's first slice
+            for (int cr = 0; cr < CL; ++cr)
+                if (cr != int(rank)) hop::bulk_copy_to_cta(slice, STAGE_BYTES, latent_bar, uint32_t(cr));
+            if (via_l2) {
+                while (hop::ld_acquire(&p.ready[mt]) < C) __nanosleep(64);
+                hop::fence_proxy_async_global();  // the generic acquire, then async-proxy reads
+                for (int o = 0; o < C; ++o)
+                    if (o < c0 || o >= c0 + CL)
+                        hop::bulk_load_global(smem + o * STAGE_BYTES, scratch + size_t(o) * STAGE_BYTES, STAGE_BYTES,
+                                              latent_bar);
+            }
+        }
         hop::mbar_wait(latent_bar, 0);
+        if (via_l2 && tid == 128) {
+            if (atomicAdd(&p.consumed[mt], 1) == C - 1) {  // the row tile's last reader: reset for the next launch
+                p.consumed[mt] = 0;
+                p.ready[mt] = 0;
+            }
+        }
 
         // ---- phase 2: the output column tiles of this CTA
         T* const out = reinterpret_cast<T*>(p.out);
@@ -214,7 +254,7 @@ fused_cluster_kernel(const __grid_constant__ CUtensorMap tm_hidden, const __grid
         const int row0 = mt * BM + r;
         uint32_t ph2 = 0;
         int j = 0;
-        for (int nt = int(rank); nt < p.n_nt2; nt += C) {
+        for (int nt = c; nt < p.n_nt2; nt += C) {
             float acc[128];
             int prev = -1;
             for (int k = 0; k < p.ksteps2; ++k, ++j) {
@@ -282,41 +322,60 @@ static inline int max_active_clusters(int dev, int C) {
     return n;
 }
 
-// Launches the cluster kernel when it fits the shape and fills the GPU; false: the caller takes another path.
-// Needs what mla::shape_ok checks (D, R multiples of 8, N % 256 == 0, 16-byte aligned tensors, an sm_90a build on a
-// 9.0 device) and rank <= 512. Taken when the clusters fill at least 90 % of the SMs in whole waves: the work of a
-// CTA is fixed (one slice, a C-th of the output columns), so a partial wave costs a whole CTA time.
+// Launches the kernel when it fits the shape and fills the GPU; false: the caller takes another path. Needs what
+// mla::shape_ok checks (D, R multiples of 8, N % 256 == 0, 16-byte aligned tensors, an sm_90a build on a 9.0 device)
+// and rank <= 512; `counters`: 2 * ceil(M / 128) zeroed ints (self-resetting). Taken when the row tiles' CTAs fill
+// >= 90 % of the SMs: a CTA's work is fixed (one slice, a C-th of the row tile's output columns), so a partial wave
+// costs a whole CTA time. Cluster size: C when whole waves of clusters of C fill >= 90 % of the SMs, else the
+// largest divisor of C whose clusters all fit at once (the exchange through L2 waits on other clusters).
 template <typename T>
-inline bool launch_if_it_fills(const void* hidden, const void* w_down, const void* w_up_k, const void* w_up_v, void* out,
-                               int M, int D, int R, int N, int dev, int sms, cudaStream_t stream) {
+inline bool launch_if_it_fills(const torch::Tensor& hidden, const torch::Tensor& w_down, const torch::Tensor& w_up_k,
+                               const torch::Tensor& w_up_v, torch::Tensor& out, int M, int D, int R, int N, int dev,
+                               int sms, int* counters, cudaStream_t stream) {
     const int C = kv::cdiv(R, SLICE);
     if (C > MAX_C || M <= BM) return false;
     const int n_mt = kv::cdiv(M, BM);
     if (10 * n_mt * C < 9 * sms) return false;
-    const int per_wave = max_active_clusters<T>(dev, C);
-    if (per_wave <= 0 || 10 * per_wave * C < 9 * sms) return false;  // clusters of C leave SMs idle (GPC sizes)
-    const int waves = kv::cdiv(n_mt, per_wave);
-    if (10 * n_mt < 9 * waves * per_wave) return false;
+    int CL = 0;
+    for (int cl = C; cl >= 1 && CL == 0; --cl) {
+        if (C % cl != 0) continue;
+        const int per_wave = max_active_clusters<T>(dev, cl);
+        const int clusters = n_mt * (C / cl);
+        if (per_wave <= 0) continue;
+        if (clusters <= per_wave) CL = cl;  // one wave: every CTA resident
+        else if (cl == C && 10 * per_wave * cl >= 9 * sms &&
+                 10 * clusters >= 9 * kv::cdiv(clusters, per_wave) * per_wave)
+            CL = cl;  // whole waves of independent clusters
+    }
+    if (CL == 0) return false;
 
     Params p{};
     p.M = M; p.D = D; p.R = R; p.N = N;
     p.C = C;
-    p.multicast = (C == 2 || C == 4) ? 1 : 0;
+    p.CL = CL;
+    p.multicast = (CL == 2 || CL == 4) ? 1 : 0;
     p.ksteps1 = kv::cdiv(D, BK);
     p.ksteps2 = kv::cdiv(R, BK);
     p.n_nt2 = 2 * N / 256;
     p.nt2_v = N / 256;
-    p.out = out;
-    const int a_rows = p.multicast ? BM / C : BM;
-    const CUtensorMap tm_hidden = hop::make_tmap_2d<T>(hidden, M, D, D, a_rows, BK);
-    const CUtensorMap tm_wdown = hop::make_tmap_2d<T>(w_down, D, R, R, BK, 64);
-    const CUtensorMap tm_wk = hop::make_tmap_2d<T>(w_up_k, R, N, N, BK, 64);
-    const CUtensorMap tm_wv = hop::make_tmap_2d<T>(w_up_v, R, N, N, BK, 64);
+    p.out = out.data_ptr();
+    torch::Tensor scratch;
+    if (C > CL) {
+        scratch = torch::empty({int64_t(n_mt) * C * STAGE_BYTES}, hidden.options().dtype(torch::kUInt8));
+        p.scratch = scratch.data_ptr();
+        p.ready = counters;
+        p.consumed = counters + n_mt;
+    }
+    const int a_rows = p.multicast ? BM / CL : BM;
+    const CUtensorMap tm_hidden = hop::make_tmap_2d<T>(hidden.data_ptr(), M, D, D, a_rows, BK);
+    const CUtensorMap tm_wdown = hop::make_tmap_2d<T>(w_down.data_ptr(), D, R, R, BK, 64);
+    const CUtensorMap tm_wk = hop::make_tmap_2d<T>(w_up_k.data_ptr(), R, N, N, BK, 64);
+    const CUtensorMap tm_wv = hop::make_tmap_2d<T>(w_up_v.data_ptr(), R, N, N, BK, 64);
     hop::LaunchShape shape;
     shape.grid = dim3(unsigned(n_mt * C));
     shape.block = dim3(THREADS);
     shape.smem_bytes = SMEM_ALLOC;
-    shape.cluster = dim3(unsigned(C), 1, 1);
+    shape.cluster = dim3(unsigned(CL), 1, 1);
     hop::launch_ex(fused_cluster_kernel<T>, shape, stream, tm_hidden, tm_wdown, tm_wk, tm_wv, p);
     return true;
 }

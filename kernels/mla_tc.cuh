@@ -139,18 +139,8 @@ __device__ __forceinline__ void unit_ksteps(const Unit& w, const Params& p, int&
     }
 }
 
-__device__ __forceinline__ int ld_acquire(const int* p) {
-    int v;
-    asm volatile("ld.acquire.gpu.global.s32 %0, [%1];\n" : "=r"(v) : "l"(p) : "memory");
-    return v;
-}
-// The split-k and ready counters are published by ONE thread after a barrier of the threads whose stores it
-// publishes: a release at gpu scope is cumulative over what the barrier ordered before it (the pattern of CUTLASS's
-// generic barrier). Cheaper than a fence.sc.gpu (__threadfence) in every consumer thread, which the profile found on
-// the decode critical path (the form of before: b4afe6f's MLA_SPLIT_SYNC=0; results/NOTES.md has the probe).
-__device__ __forceinline__ void red_release(int* p, int v) {
-    asm volatile("red.release.gpu.global.add.s32 [%0], %1;\n" ::"l"(p), "r"(v) : "memory");
-}
+using hop::ld_acquire;
+using hop::red_release;
 __device__ __forceinline__ int atom_add_acq_rel(int* p, int v) {
     int old;
     asm volatile("atom.acq_rel.gpu.global.add.s32 %0, [%1], %2;\n" : "=r"(old) : "l"(p), "r"(v) : "memory");

@@ -203,14 +203,16 @@ def test_cutlass_2gemm_up_projection_reads_this_calls_latent(plan, spec):
 
 
 @pytest.mark.parametrize("spec", [
-    "b=1,s=4096,d=2048,rank=512,heads=16,head_dim=128",   # DeepSeek-V2-Lite 4096: clusters of 4, hidden multicast
-    "b=1,s=15300,d=136,rank=100,heads=2,head_dim=128",    # clusters of 1: partial slice, k tail, last tile 68 rows
-    "b=1,s=7700,d=320,rank=192,heads=4,head_dim=128",     # clusters of 2 (multicast), second slice half empty
-    "b=2,s=2500,d=200,rank=264,heads=6,head_dim=128",     # clusters of 3 (no multicast), last row tile 8 rows
-], ids=["v2-lite-4096", "cluster-1", "cluster-2", "cluster-3"])
+    "b=1,s=4096,d=2048,rank=512,heads=16,head_dim=128",   # DeepSeek-V2-Lite 4096: 4 slices (2 clusters of 2 on
+                                                          # an H200: the slices cross clusters through L2)
+    "b=1,s=15300,d=136,rank=104,heads=2,head_dim=128",    # 1 slice, partly empty; k tail; last row tile 68 rows
+    "b=1,s=7700,d=320,rank=192,heads=4,head_dim=128",     # 2 slices in one cluster (multicast), the second half empty
+    "b=2,s=2500,d=200,rank=264,heads=6,head_dim=128",     # 3 slices (clusters of 3, or of 1 through L2); last row
+                                                          # tile 8 rows
+], ids=["v2-lite-4096", "one-slice", "two-slices", "three-slices"])
 @pytest.mark.parametrize("dtype", ["bfloat16", "float16"])
 def test_fused_tiled_prefill_runs_one_cluster_launch_and_is_right(plan, spec, dtype):
-    """Shapes whose 128-row tiles fill the H200 in clusters take fused_tiled's cluster kernel (mla_cluster.cuh):
+    """Shapes whose 128-row tiles' CTAs fill the H200 take fused_tiled's cluster kernel (mla_cluster.cuh):
     one launch of it, nothing else on the device, and a result within tolerance of the float64 reference on fresh
     inputs, twice (a second call with other inputs reuses no state of the first)."""
     from harness import baselines, breakdown
