@@ -5,6 +5,8 @@
 
 #include "hopper.cuh"
 
+#include <algorithm>
+
 /*
  * Group of C = ceil(rank / 128) <= 4 CTAs per 128-row tile mt, made of C / CL clusters of CL CTAs (grid: ceil(M / 128)
  *   * C CTAs, one per SM; CL = C when that many clusters of C fit the GPU, else the largest divisor of C that does).
@@ -41,6 +43,9 @@ constexpr int THREADS = 384;
 constexpr int BM = 128, BK = 64;     // row tile, k-step
 constexpr int SLICE = 128;           // latent columns per CTA
 constexpr int MAX_C = 4;             // rank <= 512: the whole latent of a row tile in 128 KB
+#ifndef MLA_CLUSTER_MAX
+#define MLA_CLUSTER_MAX 4            // the largest cluster the host may choose (a probe axis)
+#endif
 constexpr int STAGE_BYTES = 32768;   // phase 1: A 16 KB + B 16 KB; phase 2: B 32 KB; one latent slice
 constexpr int STAGES = 7;
 constexpr int B_BOX_BYTES = 64 * BK * 2;
@@ -202,6 +207,8 @@ fused_cluster_kernel(const __grid_constant__ CUtensorMap tm_hidden, const __grid
             hop::wgmma_wait<0>();
             hop::fence_acc(acc);
             if (t == 0) release1(prev);
+            // The slice's space may hold the last k-steps' stage, which the other warpgroup's wgmmas may still read.
+            hop::named_barrier(1, 256);
             // ---- the slice -> this CTA's latent space, swizzled as a TMA box (k-steps 2c, 2c + 1: 16 KB each)
 #pragma unroll
             for (int j = 0; j < SLICE / 8; ++j) {
@@ -337,7 +344,7 @@ inline bool launch_if_it_fills(const torch::Tensor& hidden, const torch::Tensor&
     const int n_mt = kv::cdiv(M, BM);
     if (10 * n_mt * C < 9 * sms) return false;
     int CL = 0;
-    for (int cl = C; cl >= 1 && CL == 0; --cl) {
+    for (int cl = std::min(C, MLA_CLUSTER_MAX); cl >= 1 && CL == 0; --cl) {
         if (C % cl != 0) continue;
         const int per_wave = max_active_clusters<T>(dev, cl);
         const int clusters = n_mt * (C / cl);
