@@ -459,6 +459,22 @@ KV_WGMMA_SS(256, __nv_bfloat16, "bf16", 128, 129, 130)
 KV_WGMMA_SS(256, __half, "f16", 128, 129, 130)
 #undef KV_WGMMA_SS
 #undef KV_WGMMA_SS_ASM
+// One 64-deep k-step of a warpgroup's tile: D (+)= A (64 rows x 64 k, K-major box at da) * B (64 k x N, N-major
+// boxes at db) as four k16 wgmmas, committed; returns once the previous k-step's group has retired (wait_group 1),
+// so the caller may release that step's stage. accumulate = false overwrites D (a tile's first k-step).
+template <int N, typename T>
+__device__ __forceinline__ void wgmma_kstep64(float (&d)[N / 2], uint64_t da, uint64_t db, bool accumulate) {
+    fence_acc(d);
+    wgmma_fence();
+#pragma unroll
+    for (int kk = 0; kk < 4; ++kk)  // +32 bytes along k in A, +16 rows (2048 bytes) in B
+        wgmma_ss<N, T>(d, da + uint64_t((kk * 32) >> 4), db + uint64_t((kk * 2048) >> 4), (accumulate || kk > 0) ? 1 : 0);
+    wgmma_commit();
+    fence_acc(d);
+    wgmma_wait<1>();
+    fence_acc(d);
+}
+
 // ================================================================ host: is the sm_90a code in this build?
 
 namespace detail {

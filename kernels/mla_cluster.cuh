@@ -191,16 +191,7 @@ fused_cluster_kernel(const __grid_constant__ CUtensorMap tm_hidden, const __grid
                 const unsigned char* st = smem + s * STAGE_BYTES;
                 const uint64_t da = hop::make_desc_sw128(st + g * 64 * 128, 16, 1024);
                 const uint64_t db = hop::make_desc_sw128(st + 16384, B_BOX_BYTES, 1024);
-                hop::fence_acc(acc);
-                hop::wgmma_fence();
-#pragma unroll
-                for (int kk = 0; kk < BK / 16; ++kk)  // +32 bytes along k in A, +16 rows (2048 bytes) in B
-                    hop::wgmma_ss<128, T>(acc, da + uint64_t((kk * 32) >> 4), db + uint64_t((kk * 2048) >> 4),
-                                          (k > 0 || kk > 0) ? 1 : 0);
-                hop::wgmma_commit();
-                hop::fence_acc(acc);
-                hop::wgmma_wait<1>();
-                hop::fence_acc(acc);
+                hop::wgmma_kstep64<128, T>(acc, da, db, k > 0);
                 if (prev >= 0 && t == 0) release1(prev);
                 prev = s;
             }
@@ -270,16 +261,7 @@ fused_cluster_kernel(const __grid_constant__ CUtensorMap tm_hidden, const __grid
                 ph2 ^= 1u << rr;
                 const uint64_t da = hop::make_desc_sw128(smem + k * 16384 + g * 64 * 128, 16, 1024);
                 const uint64_t db = hop::make_desc_sw128(smem + (C + rr) * STAGE_BYTES, B_BOX_BYTES, 1024);
-                hop::fence_acc(acc);
-                hop::wgmma_fence();
-#pragma unroll
-                for (int kk = 0; kk < BK / 16; ++kk)
-                    hop::wgmma_ss<256, T>(acc, da + uint64_t((kk * 32) >> 4), db + uint64_t((kk * 2048) >> 4),
-                                          (k > 0 || kk > 0) ? 1 : 0);
-                hop::wgmma_commit();
-                hop::fence_acc(acc);
-                hop::wgmma_wait<1>();
-                hop::fence_acc(acc);
+                hop::wgmma_kstep64<256, T>(acc, da, db, k > 0);
                 if (prev >= 0 && t == 0) hop::mbar_arrive(&empty2[prev]);
                 prev = rr;
             }

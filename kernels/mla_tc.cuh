@@ -326,16 +326,7 @@ mla_tc_kernel(const __grid_constant__ CUtensorMap tm_hidden, const __grid_consta
                 const unsigned char* bs = smem + C::SMEM_B + s * B_BYTES + (wcol / 64) * B_BOX_BYTES;
                 const uint64_t da = hop::make_desc_sw128(as, 16, 1024);
                 const uint64_t db = hop::make_desc_sw128(bs, B_BOX_BYTES, 1024);
-                hop::fence_acc(acc);
-                hop::wgmma_fence();
-#pragma unroll
-                for (int kk = 0; kk < BK / 16; ++kk)  // +32 bytes along k in A, +16 rows (2048 bytes) in B
-                    hop::wgmma_ss<WN, T>(acc, da + uint64_t((kk * 32) >> 4), db + uint64_t((kk * 2048) >> 4),
-                                         (k > k0 || kk > 0) ? 1 : 0);
-                hop::wgmma_commit();
-                hop::fence_acc(acc);
-                hop::wgmma_wait<1>();
-                hop::fence_acc(acc);
+                hop::wgmma_kstep64<WN, T>(acc, da, db, k > k0);
                 if (prev >= 0 && t == 0) hop::mbar_arrive(&empty[prev]);
                 prev = s;
             }
