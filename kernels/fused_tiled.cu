@@ -1,17 +1,11 @@
-// summary: The latent never leaves the chip or L2 between the two products. bf16/fp16 on sm_90a: at prefill sizes whose 128-row tiles fill the GPU in clusters (rank <= 512), one thread-block cluster per row tile computes the latent in slices and shares it through distributed shared memory, so it never reaches global memory; otherwise ONE launch of a persistent TMA + wgmma kernel whose GEMM1 units (split-k over all SMs, w_down read once) publish per-row-tile ready flags and whose GEMM2 units start as soon as their row tile's latent is done; at decode sizes (M <= 128) every CTA prefetches its w_up tiles into L2 while GEMM1 runs. float32 and other shapes: one SIMT kernel over row tiles that keeps each row tile's latent in shared memory (DIRECT small-M path first).
+// summary: The latent never leaves the chip or L2 between the two products. bf16/fp16 on sm_90a: ONE launch of a persistent TMA + wgmma kernel whose GEMM1 units (split-k over all SMs, w_down read once) publish per-row-tile ready flags and whose GEMM2 units start as soon as their row tile's latent is done; at decode sizes (M <= 128) every CTA prefetches its w_up tiles into L2 while GEMM1 runs. float32 and other shapes: one SIMT kernel over row tiles that keeps each row tile's latent in shared memory (DIRECT small-M path first).
 // dtypes: float32,bfloat16,float16
 
 /*
  * Dispatch: bf16 / fp16 with D % 8 == 0, rank % 8 == 0, N % 256 == 0, 16-byte aligned tensors, on a 9.0 device with
  * this build's sm_90a kernels present -> tensor-core path; everything else -> the SIMT paths (second block below).
  *
- * Tensor-core prefill path (kernels/mla_cluster.cuh has the tiling, the exchange and the thread roles): when rank
- *   <= 512 and the ceil(M / 128) x C CTAs (C = ceil(rank / 128)) fill >= 90 % of the SMs (DeepSeek-V3 / V2 /
- *   V2-Lite / Kimi-K2 at 4096 tokens: 128 CTAs), one launch: each of a row tile's C CTAs computes 128 latent
- *   columns (hidden rows multicast inside its cluster), the slices are exchanged on chip (distributed shared memory
- *   inside a cluster, L2 between the clusters of a row tile), and each CTA computes a C-th of the row tile's output
- *   columns from the whole latent in its shared memory.
- * Tensor-core path otherwise (kernels/mla_tc.cuh has the tile, the thread roles and the epilogues): one launch, grid =
+ * Tensor-core path (kernels/mla_tc.cuh has the tile, the thread roles and the epilogues): one launch, grid =
  *   min(#SMs, units), one CTA per SM (all resident: the waits below need it). Units in order: GEMM1 units
  *   (row tile, 256 latent columns, k-split; tiles x splits <= #SMs), then GEMM2 units (row tile, 256 output
  *   columns) in M-major order (row tile fastest: each w_up tile is read from DRAM once). A GEMM1 tile's S
@@ -82,7 +76,6 @@
  */
 
 #include "kv_common.cuh"
-#include "mla_cluster.cuh"
 #include "mla_tc.cuh"
 
 namespace {
@@ -728,10 +721,6 @@ bool run_fused_tc(const torch::Tensor& hidden, const torch::Tensor& w_down, cons
     const size_t need = size_t(kv::cdiv(M, bm)) * (kv::cdiv(R, mla::BN) + 2);  // split counters, ready and consumed flags
     kv::DevInfo info;
     if (!mla::tc_path_ready(hidden, w_down, w_up_k, w_up_v, out, D, R, N, need, 0, dev, stream, info)) return false;
-    if (info.optin >= mla_cl::SMEM_ALLOC &&
-        mla_cl::launch_if_it_fills<T>(hidden, w_down, w_up_k, w_up_v, out, M, D, R, N, dev, info.sms,
-                                      mla::counters(dev, need, stream), stream))
-        return true;
     if (bm == 64)
         launch_fused_tc<T, 64>(hidden, w_down, w_up_k, w_up_v, out, M, D, R, N, dev, info.sms, stream);
     else

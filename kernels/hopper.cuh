@@ -1,8 +1,7 @@
 // Hopper (sm_90a) building blocks shared by the tensor-core variants: TMA tensor maps (host; the driver's
 // cuTensorMapEncodeTiled reached through cudaGetDriverEntryPointByVersion, so no -lcuda), kernel launches with
-// cluster / programmatic attributes (host), mbarriers, TMA loads / stores / L2 prefetches, clusters (distributed
-// shared memory, multicast), programmatic dependent launch, wgmma shared-memory descriptors and wrappers, fences,
-// setmaxnreg, named barriers.
+// cluster / programmatic attributes (host), mbarriers, TMA loads / stores / L2 prefetches, flags between CTAs,
+// programmatic dependent launch, wgmma shared-memory descriptors and wrappers, fences, setmaxnreg, named barriers.
 //
 // Every device helper compiles to nothing unless the target is sm_90a (__CUDA_ARCH_FEAT_SM90_ALL): a build for
 // another target still compiles, and the host asks sm90a_kernels_built() before it dispatches to these paths.
@@ -253,86 +252,6 @@ __device__ __forceinline__ void tma_store_wait() {
 __device__ __forceinline__ void prefetch_tmap(const CUtensorMap* map) {
 #if KV_SM90A
     asm volatile("prefetch.tensormap [%0];\n" ::"l"(reinterpret_cast<uint64_t>(map)) : "memory");
-#endif
-}
-
-// ================================================================ device: clusters (distributed shared memory)
-
-__device__ __forceinline__ uint32_t cluster_ctarank() {
-    uint32_t r = 0;
-#if KV_SM90A
-    asm volatile("mov.u32 %0, %%cluster_ctarank;\n" : "=r"(r));
-#endif
-    return r;
-}
-__device__ __forceinline__ uint32_t cluster_id_x() {
-    uint32_t r = 0;
-#if KV_SM90A
-    asm volatile("mov.u32 %0, %%clusterid.x;\n" : "=r"(r));
-#endif
-    return r;
-}
-// The shared::cluster address of `p` (a shared::cta address of this CTA's smem) in CTA `rank` of the cluster.
-__device__ __forceinline__ uint32_t map_to_cta(uint32_t p, uint32_t rank) {
-    uint32_t r = 0;
-#if KV_SM90A
-    asm volatile("mapa.shared::cluster.u32 %0, %1, %2;\n" : "=r"(r) : "r"(p), "r"(rank));
-#endif
-    return r;
-}
-// One arrival on the barrier at `bar` (this CTA's address of it) in CTA `rank` of the cluster, releasing at
-// cluster scope what this thread did before (its reads of a stage that a peer's multicast may overwrite next).
-__device__ __forceinline__ void mbar_arrive_cluster(uint64_t* bar, uint32_t rank) {
-#if KV_SM90A
-    asm volatile("mbarrier.arrive.release.cluster.shared::cluster.b64 _, [%0];\n" ::"r"(map_to_cta(smem_u32(bar), rank))
-                 : "memory");
-#endif
-}
-// Every thread of every CTA of the cluster arrives, then waits for all of them (not warp-aligned: a role may
-// reach it from diverged code). The arrive releases and the wait acquires at cluster scope.
-__device__ __forceinline__ void cluster_sync() {
-#if KV_SM90A
-    asm volatile("barrier.cluster.arrive.release;\nbarrier.cluster.wait.acquire;\n" ::: "memory");
-#endif
-}
-// Box at (x, y) -> the same smem offset in every CTA of `cta_mask`, each CTA's own barrier at `bar`'s offset
-// counting the bytes that land there.
-__device__ __forceinline__ void tma_load_2d_multicast(void* dst, const CUtensorMap* map, int x, int y, uint64_t* bar,
-                                                      uint16_t cta_mask) {
-#if KV_SM90A
-    asm volatile(
-        "cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::complete_tx::bytes.multicast::cluster"
-        " [%0], [%1, {%3, %4}], [%2], %5;\n"
-        ::"r"(smem_u32(dst)), "l"(reinterpret_cast<uint64_t>(map)), "r"(smem_u32(bar)), "r"(x), "r"(y), "h"(cta_mask)
-        : "memory");
-#endif
-}
-// `bytes` (a multiple of 16) of this CTA's smem at `src` -> the same offset in CTA `rank`'s smem; completion is
-// counted on that CTA's barrier at `bar`'s offset. The source must have been made visible to the async proxy.
-__device__ __forceinline__ void bulk_copy_to_cta(const void* src, uint32_t bytes, uint64_t* bar, uint32_t rank) {
-#if KV_SM90A
-    const uint32_t s = smem_u32(src);
-    asm volatile(
-        "cp.async.bulk.shared::cluster.shared::cta.mbarrier::complete_tx::bytes [%0], [%1], %2, [%3];\n"
-        ::"r"(map_to_cta(s, rank)), "r"(s), "r"(bytes), "r"(map_to_cta(smem_u32(bar), rank))
-        : "memory");
-#endif
-}
-
-// `bytes` (a multiple of 16) of this CTA's smem -> global memory, as a bulk-group (tma_store_commit /
-// tma_store_wait); the source must have been made visible to the async proxy.
-__device__ __forceinline__ void bulk_store_global(void* dst, const void* src, uint32_t bytes) {
-#if KV_SM90A
-    asm volatile("cp.async.bulk.global.shared::cta.bulk_group [%0], [%1], %2;\n"
-                 ::"l"(reinterpret_cast<uint64_t>(dst)), "r"(smem_u32(src)), "r"(bytes) : "memory");
-#endif
-}
-// `bytes` (a multiple of 16) of global memory -> this CTA's smem, counted on `bar`.
-__device__ __forceinline__ void bulk_load_global(void* dst, const void* src, uint32_t bytes, uint64_t* bar) {
-#if KV_SM90A
-    asm volatile("cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1], %2, [%3];\n"
-                 ::"r"(smem_u32(dst)), "l"(reinterpret_cast<uint64_t>(src)), "r"(bytes), "r"(smem_u32(bar))
-                 : "memory");
 #endif
 }
 
