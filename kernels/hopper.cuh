@@ -1,7 +1,7 @@
 // Hopper (sm_90a) building blocks shared by the tensor-core variants: TMA tensor maps (host; the driver's
 // cuTensorMapEncodeTiled reached through cudaGetDriverEntryPointByVersion, so no -lcuda), kernel launches with
-// cluster / programmatic attributes (host), mbarriers, TMA loads / stores / L2 prefetches, flags between CTAs,
-// programmatic dependent launch, wgmma shared-memory descriptors and wrappers, fences, setmaxnreg, named barriers.
+// cluster / programmatic attributes (host), mbarriers, TMA loads / stores / L2 prefetches, programmatic dependent
+// launch, wgmma shared-memory descriptors and wrappers, fences, setmaxnreg, named barriers.
 //
 // Every device helper compiles to nothing unless the target is sm_90a (__CUDA_ARCH_FEAT_SM90_ALL): a build for
 // another target still compiles, and the host asks sm90a_kernels_built() before it dispatches to these paths.
@@ -255,21 +255,6 @@ __device__ __forceinline__ void prefetch_tmap(const CUtensorMap* map) {
 #endif
 }
 
-// ================================================================ device: flags between CTAs of one grid
-
-__device__ __forceinline__ int ld_acquire(const int* p) {
-    int v;
-    asm volatile("ld.acquire.gpu.global.s32 %0, [%1];\n" : "=r"(v) : "l"(p) : "memory");
-    return v;
-}
-// The split-k and ready counters are published by ONE thread after a barrier of the threads whose stores it
-// publishes: a release at gpu scope is cumulative over what the barrier ordered before it (the pattern of CUTLASS's
-// generic barrier). Cheaper than a fence.sc.gpu (__threadfence) in every consumer thread, which the profile found on
-// the decode critical path (the form of before: b4afe6f's MLA_SPLIT_SYNC=0; results/NOTES.md has the probe).
-__device__ __forceinline__ void red_release(int* p, int v) {
-    asm volatile("red.release.gpu.global.add.s32 [%0], %1;\n" ::"l"(p), "r"(v) : "memory");
-}
-
 // ================================================================ device: programmatic dependent launch
 // A grid launched with cudaLaunchAttributeProgrammaticStreamSerialization may start before the previous grid in its
 // stream has finished: its threads must pdl_wait() before they touch what that grid writes (the wait returns once
@@ -378,22 +363,6 @@ KV_WGMMA_SS(256, __nv_bfloat16, "bf16", 128, 129, 130)
 KV_WGMMA_SS(256, __half, "f16", 128, 129, 130)
 #undef KV_WGMMA_SS
 #undef KV_WGMMA_SS_ASM
-// One 64-deep k-step of a warpgroup's tile: D (+)= A (64 rows x 64 k, K-major box at da) * B (64 k x N, N-major
-// boxes at db) as four k16 wgmmas, committed; returns once the previous k-step's group has retired (wait_group 1),
-// so the caller may release that step's stage. accumulate = false overwrites D (a tile's first k-step).
-template <int N, typename T>
-__device__ __forceinline__ void wgmma_kstep64(float (&d)[N / 2], uint64_t da, uint64_t db, bool accumulate) {
-    fence_acc(d);
-    wgmma_fence();
-#pragma unroll
-    for (int kk = 0; kk < 4; ++kk)  // +32 bytes along k in A, +16 rows (2048 bytes) in B
-        wgmma_ss<N, T>(d, da + uint64_t((kk * 32) >> 4), db + uint64_t((kk * 2048) >> 4), (accumulate || kk > 0) ? 1 : 0);
-    wgmma_commit();
-    fence_acc(d);
-    wgmma_wait<1>();
-    fence_acc(d);
-}
-
 // ================================================================ host: is the sm_90a code in this build?
 
 namespace detail {

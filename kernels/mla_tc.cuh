@@ -139,8 +139,18 @@ __device__ __forceinline__ void unit_ksteps(const Unit& w, const Params& p, int&
     }
 }
 
-using hop::ld_acquire;
-using hop::red_release;
+__device__ __forceinline__ int ld_acquire(const int* p) {
+    int v;
+    asm volatile("ld.acquire.gpu.global.s32 %0, [%1];\n" : "=r"(v) : "l"(p) : "memory");
+    return v;
+}
+// The split-k and ready counters are published by ONE thread after a barrier of the threads whose stores it
+// publishes: a release at gpu scope is cumulative over what the barrier ordered before it (the pattern of CUTLASS's
+// generic barrier). Cheaper than a fence.sc.gpu (__threadfence) in every consumer thread, which the profile found on
+// the decode critical path (the form of before: b4afe6f's MLA_SPLIT_SYNC=0; results/NOTES.md has the probe).
+__device__ __forceinline__ void red_release(int* p, int v) {
+    asm volatile("red.release.gpu.global.add.s32 [%0], %1;\n" ::"l"(p), "r"(v) : "memory");
+}
 __device__ __forceinline__ int atom_add_acq_rel(int* p, int v) {
     int old;
     asm volatile("atom.acq_rel.gpu.global.add.s32 %0, [%1], %2;\n" : "=r"(old) : "l"(p), "r"(v) : "memory");
@@ -326,7 +336,16 @@ mla_tc_kernel(const __grid_constant__ CUtensorMap tm_hidden, const __grid_consta
                 const unsigned char* bs = smem + C::SMEM_B + s * B_BYTES + (wcol / 64) * B_BOX_BYTES;
                 const uint64_t da = hop::make_desc_sw128(as, 16, 1024);
                 const uint64_t db = hop::make_desc_sw128(bs, B_BOX_BYTES, 1024);
-                hop::wgmma_kstep64<WN, T>(acc, da, db, k > k0);
+                hop::fence_acc(acc);
+                hop::wgmma_fence();
+#pragma unroll
+                for (int kk = 0; kk < BK / 16; ++kk)  // +32 bytes along k in A, +16 rows (2048 bytes) in B
+                    hop::wgmma_ss<WN, T>(acc, da + uint64_t((kk * 32) >> 4), db + uint64_t((kk * 2048) >> 4),
+                                         (k > k0 || kk > 0) ? 1 : 0);
+                hop::wgmma_commit();
+                hop::fence_acc(acc);
+                hop::wgmma_wait<1>();
+                hop::fence_acc(acc);
                 if (prev >= 0 && t == 0) hop::mbar_arrive(&empty[prev]);
                 prev = s;
             }
