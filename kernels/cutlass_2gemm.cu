@@ -163,11 +163,19 @@ __global__ void __launch_bounds__(Kernel::MaxThreadsPerBlock, Kernel::MinBlocksP
     op(params, smem);
 }
 
+// The shared-memory opt-in is set once per device and kernel, not on every launch (it is a driver call on the hot
+// path). The anonymous namespace keeps the flag this extension's own: a template's static is otherwise shared
+// (GNU unique) with another loaded build of this file.
 template <class Kernel>
-void launch_kernel(const typename Kernel::Params& params, cudaStream_t stream, const Launch& launch) {
+void launch_kernel(const typename Kernel::Params& params, cudaStream_t stream, const Launch& launch,
+                 int device) {
     auto* kernel = chained_gemm_kernel<Kernel>;
     const int smem_bytes = Kernel::SharedStorageSize;
-    C10_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, smem_bytes));
+    static bool attr_set[64] = {};
+    if (device < 0 || device >= 64 || !attr_set[device]) {
+        C10_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, smem_bytes));
+        if (device >= 0 && device < 64) attr_set[device] = true;
+    }
     using Cluster = typename Kernel::DispatchPolicy::ClusterShape;
     hop::LaunchShape shape;
     shape.grid = Kernel::get_grid_shape(params);
@@ -222,7 +230,7 @@ torch::Tensor run_gemm(int M, int N, int K, const void* A, int64_t lda, const vo
     void* const workspace_ptr = workspace_bytes ? workspace.data_ptr() : nullptr;
     TORCH_CHECK(Kernel::initialize_workspace(args, workspace_ptr, stream, nullptr) == cutlass::Status::kSuccess,
                 "cutlass_2gemm: CUTLASS GEMM initialization failed");
-    launch_kernel<Kernel>(Kernel::to_underlying_arguments(args, workspace_ptr), stream, launch);
+    launch_kernel<Kernel>(Kernel::to_underlying_arguments(args, workspace_ptr), stream, launch, dev.index);
     C10_CUDA_KERNEL_LAUNCH_CHECK();
     return workspace;
 }
