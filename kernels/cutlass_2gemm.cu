@@ -163,19 +163,12 @@ __global__ void __launch_bounds__(Kernel::MaxThreadsPerBlock, Kernel::MinBlocksP
     op(params, smem);
 }
 
-// The shared-memory opt-in is set once per device and kernel, not on every launch (it is a driver call on the hot
-// path). The anonymous namespace keeps the flag this extension's own: a template's static is otherwise shared
-// (GNU unique) with another loaded build of this file.
 template <class Kernel>
 void launch_kernel(const typename Kernel::Params& params, cudaStream_t stream, const Launch& launch,
                  int device) {
     auto* kernel = chained_gemm_kernel<Kernel>;
     const int smem_bytes = Kernel::SharedStorageSize;
-    static bool attr_set[64] = {};
-    if (device < 0 || device >= 64 || !attr_set[device]) {
-        C10_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, smem_bytes));
-        if (device >= 0 && device < 64) attr_set[device] = true;
-    }
+    kv::set_max_dynamic_smem_once<chained_gemm_kernel<Kernel>>(device, smem_bytes);
     using Cluster = typename Kernel::DispatchPolicy::ClusterShape;
     hop::LaunchShape shape;
     shape.grid = Kernel::get_grid_shape(params);

@@ -310,14 +310,7 @@ struct FusedLauncher {
                        bool vec_h, bool vec_down, bool vec_up, bool vec_out, int dev, int optin,
                        cudaStream_t stream) {
         auto kern = fused_mla_kernel<T, BM, BN, BK, TM, TN, KS, NT, STAGES>;
-        // Raise the dynamic shared-memory limit once per instantiation and device.
-        static int configured[64] = {0};
-        if (dev >= 0 && dev < 64 && !configured[dev]) {
-            C10_CUDA_CHECK(cudaFuncSetAttribute(kern, cudaFuncAttributeMaxDynamicSharedMemorySize, optin));
-            configured[dev] = 1;
-        } else if (dev >= 64) {
-            C10_CUDA_CHECK(cudaFuncSetAttribute(kern, cudaFuncAttributeMaxDynamicSharedMemorySize, optin));
-        }
+        kv::set_max_dynamic_smem_once<fused_mla_kernel<T, BM, BN, BK, TM, TN, KS, NT, STAGES>>(dev, optin);
         const int LP = cdiv(R, BN) * BN + 4;
         const size_t bytes = smem(R);
         const unsigned grid = unsigned(cdiv(M, BM));
@@ -608,13 +601,7 @@ struct DirectLauncher {
     static void launch(const T* h, const T* wd, const T* wk, const T* wv, T* out, int M, int D, int R, int N,
                        int dev, int optin, cudaStream_t stream) {
         auto kern = fused_direct_kernel<T, BM, NT>;
-        static int configured[64] = {0};  // raise the dynamic shared-memory limit once per device
-        if (dev >= 0 && dev < 64 && !configured[dev]) {
-            C10_CUDA_CHECK(cudaFuncSetAttribute(kern, cudaFuncAttributeMaxDynamicSharedMemorySize, optin));
-            configured[dev] = 1;
-        } else if (dev >= 64) {
-            C10_CUDA_CHECK(cudaFuncSetAttribute(kern, cudaFuncAttributeMaxDynamicSharedMemorySize, optin));
-        }
+        kv::set_max_dynamic_smem_once<fused_direct_kernel<T, BM, NT>>(dev, optin);
         size_t bytes = 0;
         const DirectArgs a = direct_args(NT, BM, int(sizeof(T)), M, D, R, N, bytes);
         const unsigned grid = unsigned(cdiv(M, BM));

@@ -255,6 +255,36 @@ __device__ __forceinline__ void prefetch_tmap(const CUtensorMap* map) {
 #endif
 }
 
+// ================================================================ device: clusters (distributed shared memory)
+
+__device__ __forceinline__ uint32_t cluster_ctarank() {
+    uint32_t r = 0;
+#if KV_SM90A
+    asm volatile("mov.u32 %0, %%cluster_ctarank;\n" : "=r"(r));
+#endif
+    return r;
+}
+// Every thread of every CTA of the cluster arrives, then waits for all of them (not warp-aligned: a role may
+// reach it from diverged code). The arrive releases and the wait acquires at cluster scope.
+__device__ __forceinline__ void cluster_sync() {
+#if KV_SM90A
+    asm volatile("barrier.cluster.arrive.release;\nbarrier.cluster.wait.acquire;\n" ::: "memory");
+#endif
+}
+// 16 bytes at `p` (a shared::cta address of this CTA's smem, 16-byte aligned) in the smem of CTA `rank` of the cluster.
+__device__ __forceinline__ float4 ld_shared_cluster_f4(const void* p, uint32_t rank) {
+    float4 v = make_float4(0.f, 0.f, 0.f, 0.f);
+#if KV_SM90A
+    uint32_t a;
+    asm volatile("mapa.shared::cluster.u32 %0, %1, %2;\n" : "=r"(a) : "r"(smem_u32(p)), "r"(rank));
+    asm volatile("ld.shared::cluster.v4.f32 {%0, %1, %2, %3}, [%4];\n"
+                 : "=f"(v.x), "=f"(v.y), "=f"(v.z), "=f"(v.w)
+                 : "r"(a)
+                 : "memory");
+#endif
+    return v;
+}
+
 // ================================================================ device: programmatic dependent launch
 // A grid launched with cudaLaunchAttributeProgrammaticStreamSerialization may start before the previous grid in its
 // stream has finished: its threads must pdl_wait() before they touch what that grid writes (the wait returns once

@@ -86,6 +86,22 @@ static inline DevInfo dev_info(int dev) {
     return d;
 }
 
+// Set attribute `Attr` of `Kernel` to `value` once per device: cudaFuncSetAttribute is a driver call (3-4 us of host
+// time) that would otherwise sit on every launch. Keyed on the kernel and the attribute, so each keeps its own flag
+// (and, being static, each loaded extension); `value` must be the same on every call for one kernel.
+template <auto Kernel, cudaFuncAttribute Attr>
+static inline void set_func_attr_once(int dev, int value) {
+    static bool done[64] = {};
+    if (dev >= 0 && dev < 64 && done[dev]) return;
+    C10_CUDA_CHECK(cudaFuncSetAttribute(Kernel, Attr, value));
+    if (dev >= 0 && dev < 64) done[dev] = true;
+}
+// The dynamic shared-memory limit of `Kernel` raised to `bytes`, once per device.
+template <auto Kernel>
+static inline void set_max_dynamic_smem_once(int dev, int bytes) {
+    set_func_attr_once<Kernel, cudaFuncAttributeMaxDynamicSharedMemorySize>(dev, bytes);
+}
+
 inline bool aligned16(const void* p) { return (reinterpret_cast<uintptr_t>(p) & 15u) == 0; }
 
 __host__ __device__ constexpr int cdiv(int a, int b) { return (a + b - 1) / b; }

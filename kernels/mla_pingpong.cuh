@@ -250,15 +250,9 @@ inline Params make_params(int M, int R, int N) {
     return p;
 }
 
-// static: the "attribute set" flag belongs to this extension's kernel (see mla::set_smem_attr).
 template <typename T>
 static inline void set_smem_attr(int dev) {
-    static bool done[64] = {};
-    if (dev < 0 || dev >= 64 || !done[dev]) {
-        C10_CUDA_CHECK(cudaFuncSetAttribute(gemm2_pingpong_kernel<T>, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                            SMEM_ALLOC));
-        if (dev >= 0 && dev < 64) done[dev] = true;
-    }
+    kv::set_max_dynamic_smem_once<gemm2_pingpong_kernel<T>>(dev, SMEM_ALLOC);
 }
 
 // Launch on `grid` CTAs as a programmatic dependent of the previous kernel (the GEMM1 launch). The maps are

@@ -96,6 +96,8 @@ struct Params {
     int fused;        // GEMM2 units wait for ready[mt] == n_nt1; GEMM1 tiles bump it
     int prefetch2;    // fused: before its first GEMM2 unit a producer prefetches all its GEMM2 B tiles into L2
     int pdl_wait;     // GEMM2 producer waits for the previous grid (programmatic dependent launch)
+    int cl_red;       // GEMM1: the `splits` CTAs of a cluster are one tile's k-splits, one unit each, reduced
+                      // through distributed shared memory (no workspace, no counters)
     float4* ws;       // GEMM1 partials: [tile][split][PART_F4]
     int* split_cnt;   // per GEMM1 tile (n_mt * n_nt1), self-resetting
     int* ready;       // per row tile, self-resetting (fused)
@@ -188,6 +190,63 @@ template <typename T>
 __device__ __forceinline__ void store_latent2(T* lat, const Params& p, int row, int col, float a, float b) {
     if (row < p.M && col < p.R)
         *reinterpret_cast<uint32_t*>(lat + size_t(row) * p.R + col) = kv::pack2<T>(a, b);
+}
+
+// Store element e (= j * 256 + c: consumer thread c's fragment group j) of a GEMM1 tile's fp32 partial layout: the
+// float4 (row, col), (row, col+1), (row+8, col), (row+8, col+1) of the tile (mt, nt).
+template <typename T, class C>
+__device__ __forceinline__ void store_latent_elem(T* lat, const Params& p, int mt, int nt, int e, float4 v) {
+    const int j = e >> 8, c = e & 255;
+    const int cl = c & 31, ct_w = (c & 127) >> 5, cg = c >> 7;
+    const int rr = mt * C::BM + (C::MWG == 2 ? 64 * cg : 0) + 16 * ct_w + (cl >> 2);
+    const int col = nt * C::TBN + (C::MWG == 2 ? 0 : C::WN * cg) + 8 * j + 2 * (cl & 3);
+    store_latent2<T>(lat, p, rr, col, v.x, v.y);
+    store_latent2<T>(lat, p, rr + 8, col, v.z, v.w);
+}
+
+// GEMM1 split-k inside a cluster (p.cl_red): split ks (the CTA of cluster rank ks) sums slice ks of the tile over
+// the S partials that the cluster's CTAs left at the base of their shared memory, and stores those latent elements.
+// Called by the 256 consumer threads between two cluster barriers (partials written / peers done reading).
+template <typename T, class C>
+__device__ __forceinline__ void cluster_reduce_slice(unsigned char* smem, const Params& p, const Unit& w, int ct) {
+    const float4* part = reinterpret_cast<const float4*>(smem + C::SMEM_A);
+    const int S = p.splits;
+    const int e0 = w.ks * C::PART_F4 / S, e1 = (w.ks + 1) * C::PART_F4 / S, E = e1 - e0;
+    T* const lat = reinterpret_cast<T*>(p.latent);
+    // Sum of the partials s = s0, s0 + ds, ... < S at element e; eight remote loads in flight a round.
+    auto sum_parts = [&](int e, int s0, int ds) {
+        float4 sum = make_float4(0.f, 0.f, 0.f, 0.f);
+        for (int s = s0; s < S; s += 8 * ds) {
+            float4 v[8];
+#pragma unroll
+            for (int i = 0; i < 8; ++i) {
+                const int si = s + i * ds;
+                v[i] = si < S ? hop::ld_shared_cluster_f4(part + e, uint32_t(si)) : make_float4(0.f, 0.f, 0.f, 0.f);
+            }
+#pragma unroll
+            for (int i = 0; i < 8; ++i) {
+                sum.x += v[i].x; sum.y += v[i].y; sum.z += v[i].z; sum.w += v[i].w;
+            }
+        }
+        return sum;
+    };
+    const int G = E > 0 ? min(S, 256 / E) : 1;  // thread groups per element
+    if (G <= 1) {
+        for (int e = e0 + ct; e < e1; e += 256) store_latent_elem<T, C>(lat, p, w.mt, w.nt, e, sum_parts(e, 0, 1));
+        return;
+    }
+    float4* red = reinterpret_cast<float4*>(smem + C::SMEM_C);  // not the partial: peers read that
+    const int g = ct / E, el = ct - g * E;
+    if (g < G) red[g * E + el] = sum_parts(e0 + el, g, G);
+    hop::named_barrier(1, 256);
+    if (ct < E) {
+        float4 sum = red[ct];
+        for (int gg = 1; gg < G; ++gg) {
+            const float4 v = red[gg * E + ct];
+            sum.x += v.x; sum.y += v.y; sum.z += v.z; sum.w += v.w;
+        }
+        store_latent_elem<T, C>(lat, p, w.mt, w.nt, e0 + ct, sum);
+    }
 }
 
 template <typename T, int BM_, int BN_ = BN>
@@ -352,6 +411,10 @@ mla_tc_kernel(const __grid_constant__ CUtensorMap tm_hidden, const __grid_consta
             hop::wgmma_wait<0>();
             hop::fence_acc(acc);
             if (prev >= 0 && t == 0) hop::mbar_arrive(&empty[prev]);
+            if (k1 <= k0) {  // an empty k-split (p.cl_red: S splits of d / BK k-steps, some may get none)
+#pragma unroll
+                for (int i = 0; i < WN / 2; ++i) acc[i] = 0.f;
+            }
             if (ct == 0) { if (w.gemm == 1) MLA_MARK(EV_C_G1_MAIN); else MLA_MARK(EV_C_G2_MAIN); }
             const int row0 = w.mt * BM + wrow + r_in;  // fragment rows row0 and row0 + 8
             const int col0 = w.nt * TBN + wcol + 2 * q;  // fragment columns col0 + 8j, + 1
@@ -389,6 +452,13 @@ mla_tc_kernel(const __grid_constant__ CUtensorMap tm_hidden, const __grid_consta
                     hop::named_barrier(1, 256);  // both consumer warpgroups' latent stores, then one release
                     if (ct == 0) red_release(&p.ready[w.mt], 1);
                 }
+            } else if (p.cl_red) {
+                // ---- GEMM1 epilogue, split k in a cluster: the partial -> the base of this CTA's shared memory
+                // (every stage is consumed: one unit per CTA); the cluster reduces it below, after the role branches
+                float4* part = reinterpret_cast<float4*>(smem + C::SMEM_A);
+#pragma unroll
+                for (int j = 0; j < WN / 8; ++j)
+                    part[j * 256 + ct] = make_float4(acc[4 * j], acc[4 * j + 1], acc[4 * j + 2], acc[4 * j + 3]);
             } else {
                 // ---- GEMM1 epilogue, split k: partial -> workspace; wait for the tile's S partials; reduce a slice
                 const int tile = w.nt * p.n_mt + w.mt;
@@ -407,15 +477,7 @@ mla_tc_kernel(const __grid_constant__ CUtensorMap tm_hidden, const __grid_consta
                 const float4* tp = p.ws + size_t(tile) * p.splits * PART_F4;
                 const int e0 = int((long long)w.ks * PART_F4 / p.splits);
                 const int e1 = int((long long)(w.ks + 1) * PART_F4 / p.splits);
-                // Store the slice element e (= j * 256 + c: consumer thread c's fragment group j).
-                auto store_elem = [&](int e, float4 v) {
-                    const int j = e >> 8, c = e & 255;
-                    const int cl = c & 31, ct_w = (c & 127) >> 5, cg = c >> 7;
-                    const int rr = w.mt * BM + (C::MWG == 2 ? 64 * cg : 0) + 16 * ct_w + (cl >> 2);
-                    const int col = w.nt * TBN + (C::MWG == 2 ? 0 : WN * cg) + 8 * j + 2 * (cl & 3);
-                    store_latent2<T>(lat, p, rr, col, v.x, v.y);
-                    store_latent2<T>(lat, p, rr + 8, col, v.z, v.w);
-                };
+                auto store_elem = [&](int e, float4 v) { store_latent_elem<T, C>(lat, p, w.mt, w.nt, e, v); };
                 // Sum of partials s = s0, s0 + ds, ... < S at element e: SPLIT_LOADS loads in flight a round, the
                 // tail predicated, so a thread's 16-20 partials at decode (DeepSeek sizes) take one L2 round trip
                 // (6e904ab..6843075: 8 a round, then the tail one load per round trip; results/NOTES.md).
@@ -468,7 +530,16 @@ mla_tc_kernel(const __grid_constant__ CUtensorMap tm_hidden, const __grid_consta
             }
         }
         if (t == 0) hop::tma_store_wait<0>();  // the last stores complete before the CTA exits
-        if (ct == 0) MLA_MARK(EV_EXIT);
+        if (ct == 0 && !p.cl_red) MLA_MARK(EV_EXIT);
+    }
+    if (p.cl_red) {  // every thread of every CTA of the cluster takes part in both barriers
+        hop::cluster_sync();  // each CTA's partial is in its shared memory
+        if (wg != 0) {
+            cluster_reduce_slice<T, C>(smem, p, decode_unit(p.first + int(blockIdx.x), p), tid - 128);
+            if (tid == 128) MLA_MARK(EV_C_G1_RED);
+        }
+        hop::cluster_sync();  // no CTA exits while a peer still reads its partial
+        if (tid == 128) MLA_MARK(EV_EXIT);
     }
 #endif
 }
@@ -584,25 +655,49 @@ inline bool tc_path_ready(const torch::Tensor& hidden, const torch::Tensor& w_do
     return true;
 }
 
-// static: the "attribute set" flag must belong to this extension's kernel, not be shared (GNU unique) with
-// another loaded variant that includes this header.
 template <typename T, int BM, int BN_ = BN>
 static inline void set_smem_attr(int dev) {
-    static bool done[64] = {};
-    if (dev < 0 || dev >= 64 || !done[dev]) {
-        C10_CUDA_CHECK(cudaFuncSetAttribute(mla_tc_kernel<T, BM, BN_>, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                            Cfg<BM, BN_>::SMEM_ALLOC));
-        if (dev >= 0 && dev < 64) done[dev] = true;
-    }
+    kv::set_max_dynamic_smem_once<mla_tc_kernel<T, BM, BN_>>(dev, Cfg<BM, BN_>::SMEM_ALLOC);
 }
 
-// Launch units [first, last) on `grid` CTAs; pdl: launched as a programmatic dependent of the previous kernel.
+// Whether clusters of `cl` CTAs of this kernel (2..16; above 8 needs the non-portable attribute) can be resident on
+// device `dev` at all: asked of the driver once per device and size. A p.cl_red launch needs no more than one
+// resident cluster (its clusters never wait on each other).
 template <typename T, int BM, int BN_ = BN>
-inline void launch(const Maps& m, const Params& p, int grid, bool pdl, cudaStream_t stream) {
+static inline bool cluster_fits(int dev, int cl) {
+    static signed char fits[64][17] = {};  // 0 = not asked yet, 1 = yes, -1 = no
+    if (cl < 2 || cl > 16 || dev < 0 || dev >= 64) return false;
+    if (fits[dev][cl] != 0) return fits[dev][cl] > 0;
+    auto* kern = mla_tc_kernel<T, BM, BN_>;
+    set_smem_attr<T, BM, BN_>(dev);
+    if (cl > 8) kv::set_func_attr_once<mla_tc_kernel<T, BM, BN_>, cudaFuncAttributeNonPortableClusterSizeAllowed>(dev, 1);
+    cudaLaunchAttribute attr;
+    attr.id = cudaLaunchAttributeClusterDimension;
+    attr.val.clusterDim.x = unsigned(cl);
+    attr.val.clusterDim.y = 1;
+    attr.val.clusterDim.z = 1;
+    cudaLaunchConfig_t config = {};
+    config.gridDim = dim3(unsigned(cl));
+    config.blockDim = dim3(THREADS);
+    config.dynamicSmemBytes = size_t(Cfg<BM, BN_>::SMEM_ALLOC);
+    config.attrs = &attr;
+    config.numAttrs = 1;
+    int n = 0;
+    const cudaError_t err = cudaOccupancyMaxActiveClusters(&n, kern, &config);
+    if (err != cudaSuccess) (void)cudaGetLastError();  // a size the device refuses: not an error of this call
+    fits[dev][cl] = (err == cudaSuccess && n >= 1) ? 1 : -1;
+    return fits[dev][cl] > 0;
+}
+
+// Launch units [first, last) on `grid` CTAs, in clusters of `cluster` (p.cl_red: = p.splits, grid = p.units1);
+// pdl: launched as a programmatic dependent of the previous kernel.
+template <typename T, int BM, int BN_ = BN>
+inline void launch(const Maps& m, const Params& p, int grid, bool pdl, cudaStream_t stream, int cluster = 1) {
     hop::LaunchShape shape;
     shape.grid = dim3(unsigned(grid));
     shape.block = dim3(THREADS);
     shape.smem_bytes = Cfg<BM, BN_>::SMEM_ALLOC;
+    shape.cluster = dim3(unsigned(cluster));
     shape.programmatic = pdl;
     hop::launch_ex(mla_tc_kernel<T, BM, BN_>, shape, stream, m.hidden, m.wdown, m.latent, m.wk, m.wv, m.out, p);
 }

@@ -28,6 +28,13 @@ static_assert(MLA_GEMM1_BN == 128 || MLA_GEMM1_BN == 256, "GEMM1 tile width: 128
 #define MLA_GEMM1_BM64 1
 #endif
 static_assert(MLA_GEMM1_BM64 == 0 || MLA_GEMM1_BM64 == 1, "MLA_GEMM1_BM64: 0 or 1");
+// Decode (M <= 128): GEMM1's k-splits of one 64 x 128 tile as one cluster of this many CTAs, reduced through
+// distributed shared memory (mla_tc.cuh, Params::cl_red) instead of fp32 partials through L2 and a counter wait.
+// 0: the split-k through L2 (the form of before); 8 or 16 (non-portable) CTAs per cluster.
+#ifndef MLA_G1_CLUSTER
+#define MLA_G1_CLUSTER 0
+#endif
+static_assert(MLA_G1_CLUSTER == 0 || MLA_G1_CLUSTER == 8 || MLA_G1_CLUSTER == 16, "MLA_G1_CLUSTER: 0, 8 or 16");
 
 namespace {
 
@@ -168,11 +175,7 @@ void launch_up(const float* lat, const T* wk, const T* wv, T* out, int M, int R,
     auto kern = up_stack_kernel<T, BM, BN, BK, TM, TN, NT, STAGES, KA, MINB>;
     TORCH_CHECK(C::SMEM <= size_t(optin),
                 "two_stage: stage-two tile needs more shared memory than cudaDevAttrMaxSharedMemoryPerBlockOptin");
-    static int configured[64] = {0};
-    if (dev < 0 || dev >= 64 || !configured[dev]) {
-        C10_CUDA_CHECK(cudaFuncSetAttribute(kern, cudaFuncAttributeMaxDynamicSharedMemorySize, int(C::SMEM)));
-        if (dev >= 0 && dev < 64) configured[dev] = 1;
-    }
+    kv::set_max_dynamic_smem_once<up_stack_kernel<T, BM, BN, BK, TM, TN, NT, STAGES, KA, MINB>>(dev, int(C::SMEM));
     const int col_tiles = cdiv(2 * N, BN);
     TORCH_CHECK(col_tiles <= 65535, "two_stage: 2N exceeds the grid.y limit (65535 column tiles)");
     dim3 grid(unsigned(cdiv(M, BM)), unsigned(col_tiles));
@@ -248,16 +251,22 @@ static_assert(gemm1_rows64(4096, 256, 132) && gemm1_rows64(512, 512, 132) && gem
 template <typename T, int BM, int BM1, int BN1, bool PINGPONG>
 void launch_two_stage_tc(const torch::Tensor& hidden, const torch::Tensor& w_down, const torch::Tensor& w_up_k,
                          const torch::Tensor& w_up_v, torch::Tensor& out, int M, int D, int R, int N, int dev,
-                         int sms, cudaStream_t stream) {
+                         int sms, cudaStream_t stream, int cluster = 1) {
     using C = mla::Cfg<BM1, BN1>;
     // GEMM1's units (tiles BM1 x BN1) and GEMM2's (BM x 256) are counted apart: the two launches share no unit list
     // (p's GEMM2 fields are unused: its launch runs units [0, units1) only).
     mla::Params p = mla::make_params(BM1, BN1, M, D, R, N, mla::pick_splits(BM1, BN1, M, R, sms, MLA_GEMM1_SPLIT_CAP));
     const mla::Params q2 = mla::make_params(BM, mla::BN, M, D, R, N, 1);
     const int tiles1 = p.n_mt * p.n_nt1;
+    if (cluster > 1) {  // one cluster a tile, one k-split a CTA (the last ones may be empty)
+        p.splits = cluster;
+        p.kps1 = kv::cdiv(p.ksteps1, cluster);
+        p.units1 = tiles1 * cluster;
+        p.cl_red = 1;
+    }
     auto latent = torch::empty({int64_t(M), int64_t(R)}, hidden.options());
     torch::Tensor ws;
-    if (p.splits > 1) {
+    if (p.splits > 1 && !p.cl_red) {
         ws = torch::empty({int64_t(tiles1) * p.splits * C::PART_F4 * 4}, hidden.options().dtype(torch::kFloat32));
         p.ws = reinterpret_cast<float4*>(ws.data_ptr());
         p.split_cnt = mla::counters(dev, size_t(tiles1), stream);
@@ -270,7 +279,10 @@ void launch_two_stage_tc(const torch::Tensor& hidden, const torch::Tensor& w_dow
     mla::Params p1 = p;
     p1.first = 0;
     p1.last = p.units1;
-    mla::launch<T, BM1, BN1>(maps, p1, std::min(p.units1, sms), false, stream);
+    if (p.cl_red)
+        mla::launch<T, BM1, BN1>(maps, p1, p.units1, false, stream, cluster);
+    else
+        mla::launch<T, BM1, BN1>(maps, p1, std::min(p.units1, sms), false, stream);
     if constexpr (PINGPONG && BM == 128) {
         const mla_pp::Params q = mla_pp::make_params(M, R, N);
         mla_pp::set_smem_attr<T>(dev);
@@ -299,8 +311,12 @@ bool run_two_stage_tc(const torch::Tensor& hidden, const torch::Tensor& w_down, 
     if (M <= 128) {
         // GEMM1 in 64 x 128 tiles: at DeepSeek-V3 size 4 tiles x 28 splits (112 CTAs, as 2 x 56 would be) with
         // half the fp32 partial bytes of 64 x 256 tiles; measured -0.55 to -1.0 us at 64 tokens (results/NOTES.md)
+        // MLA_G1_CLUSTER: its k-splits in clusters, when d gives every CTA of a cluster two k-steps or more and such
+        // a cluster fits on this device.
+        constexpr int CL = MLA_G1_CLUSTER;
+        const bool in_clusters = CL > 1 && kv::cdiv(D, mla::BK) >= 2 * CL && mla::cluster_fits<T, 64, 128>(dev, CL);
         launch_two_stage_tc<T, 64, 64, 128, PINGPONG>(hidden, w_down, w_up_k, w_up_v, out, M, D, R, N, dev,
-                                                      info.sms, stream);
+                                                      info.sms, stream, in_clusters ? CL : 1);
         return true;
     }
     if constexpr (MLA_GEMM1_BM64 == 1) {  // discarded (never instantiated) when 0: that build is the one of before
