@@ -35,6 +35,11 @@ static_assert(MLA_GEMM1_BM64 == 0 || MLA_GEMM1_BM64 == 1, "MLA_GEMM1_BM64: 0 or 
 #define MLA_G1_CLUSTER 0
 #endif
 static_assert(MLA_G1_CLUSTER == 0 || MLA_G1_CLUSTER == 8 || MLA_G1_CLUSTER == 16, "MLA_G1_CLUSTER: 0, 8 or 16");
+// With MLA_G1_CLUSTER: 0 = each CTA reads its slice of the tile from its peers' shared memory, 1 = each CTA pushes
+// the peers' slices to them by bulk copies (mla::Params::cl_red 1 / 2).
+#ifndef MLA_G1_PUSH
+#define MLA_G1_PUSH 0
+#endif
 
 namespace {
 
@@ -262,7 +267,7 @@ void launch_two_stage_tc(const torch::Tensor& hidden, const torch::Tensor& w_dow
         p.splits = cluster;
         p.kps1 = kv::cdiv(p.ksteps1, cluster);
         p.units1 = tiles1 * cluster;
-        p.cl_red = 1;
+        p.cl_red = MLA_G1_PUSH ? 2 : 1;
     }
     auto latent = torch::empty({int64_t(M), int64_t(R)}, hidden.options());
     torch::Tensor ws;
