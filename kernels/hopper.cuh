@@ -271,21 +271,6 @@ __device__ __forceinline__ void cluster_sync() {
     asm volatile("barrier.cluster.arrive.release;\nbarrier.cluster.wait.acquire;\n" ::: "memory");
 #endif
 }
-// `bytes` (a multiple of 16, both addresses 16-byte aligned) of this CTA's smem at `src` -> CTA `rank`'s smem at the
-// offset of `dst` (an address in this CTA's own smem, mapped); completion is counted on that CTA's barrier at `bar`'s
-// offset. The source must have been made visible to the async proxy (fence_proxy_async_smem); the source CTA learns
-// of nothing: keep its smem alive until the destination has waited (a cluster barrier after that wait).
-__device__ __forceinline__ void bulk_copy_to_cta(void* dst, const void* src, uint32_t bytes, uint64_t* bar,
-                                                 uint32_t rank) {
-#if KV_SM90A
-    uint32_t d, b;
-    asm volatile("mapa.shared::cluster.u32 %0, %1, %2;\n" : "=r"(d) : "r"(smem_u32(dst)), "r"(rank));
-    asm volatile("mapa.shared::cluster.u32 %0, %1, %2;\n" : "=r"(b) : "r"(smem_u32(bar)), "r"(rank));
-    asm volatile("cp.async.bulk.shared::cluster.shared::cta.mbarrier::complete_tx::bytes [%0], [%1], %2, [%3];\n"
-                 ::"r"(d), "r"(smem_u32(src)), "r"(bytes), "r"(b)
-                 : "memory");
-#endif
-}
 // 16 bytes at `p` (a shared::cta address of this CTA's smem, 16-byte aligned) in the smem of CTA `rank` of the cluster.
 __device__ __forceinline__ float4 ld_shared_cluster_f4(const void* p, uint32_t rank) {
     float4 v = make_float4(0.f, 0.f, 0.f, 0.f);

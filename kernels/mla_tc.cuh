@@ -36,6 +36,10 @@
  *     CTA per SM), then split ks sums its 1/S slice of the tile over the S partials and stores those latent
  *     elements; the last of the 2S arrivals resets the counter (self-resetting: a CUDA-graph replay starts from
  *     zero again) and, when fused, bumps ready[mt].
+ *   GEMM1, S splits in one cluster (cl_red; two_stage at decode): one unit per CTA, the S CTAs of a cluster are one
+ *     tile's splits (cluster rank = split). Each writes its fp32 partial to the base of its own shared memory, one
+ *     cluster barrier, then split ks reads slice ks (1/S of the tile) of all S partials by ld.shared::cluster, sums
+ *     and stores those latent elements; a second cluster barrier before any CTA exits.
  * Unit order: GEMM1 units first (ks fastest), then GEMM2 units in groups of `group_mt` row tiles, row tile
  *   fastest inside a group (M-major: the CTAs working at one time share a few w_up column tiles in L2).
  *   CTA c runs units first + c, first + c + grid, ...; producer and consumers walk the same list.
@@ -73,8 +77,7 @@ struct Cfg {
     static constexpr int SMEM_B = SMEM_A + STAGES * A_BYTES;
     static constexpr int SMEM_C = SMEM_B + STAGES * B_BYTES;
     static constexpr int SMEM_BAR = SMEM_C + 2 * C_WG_BYTES;
-    static constexpr int SMEM_REDBAR = SMEM_BAR + 2 * STAGES * 8;  // Params::cl_red == 2: the pushed slices' barrier
-    static constexpr int SMEM_BYTES = SMEM_REDBAR + 8;
+    static constexpr int SMEM_BYTES = SMEM_BAR + 2 * STAGES * 8;
     static constexpr int SMEM_ALLOC = SMEM_BYTES + 1024;  // the dynamic base is aligned up to 1024 (swizzle atoms)
     static constexpr int PART_F4 = (WN / 8) * 256;        // float4s of one fp32 partial tile (WN/8 per thread)
     static_assert(2 * C_WG_BYTES >= 256 * 16, "the split-k reduction's scratch: up to 256 float4s");
@@ -98,8 +101,7 @@ struct Params {
     int prefetch2;    // fused: before its first GEMM2 unit a producer prefetches all its GEMM2 B tiles into L2
     int pdl_wait;     // GEMM2 producer waits for the previous grid (programmatic dependent launch)
     int cl_red;       // GEMM1: the `splits` CTAs of a cluster are one tile's k-splits, one unit each, reduced
-                      // through distributed shared memory (no workspace, no counters): 1 = each CTA reads its slice
-                      // from its peers (ld.shared::cluster), 2 = each CTA pushes every peer's slice to it (bulk copies)
+                      // through distributed shared memory (no workspace, no counters)
     float4* ws;       // GEMM1 partials: [tile][split][PART_F4]
     int* split_cnt;   // per GEMM1 tile (n_mt * n_nt1), self-resetting
     int* ready;       // per row tile, self-resetting (fused)
@@ -251,31 +253,6 @@ __device__ __forceinline__ void cluster_reduce_slice(unsigned char* smem, const 
     }
 }
 
-// The same reduction with the bytes pushed instead of pulled (p.cl_red == 2): thread 0 of the consumers copies slice
-// r of this CTA's partial into CTA r's receive area (right after its partial, free once every main loop is done:
-// hence after the first cluster barrier), at this CTA's rank; each CTA then waits for its S slices on its barrier
-// (expected before that barrier) and sums them from its own shared memory. Needs S | PART_F4.
-template <typename T, class C>
-__device__ __forceinline__ void cluster_push_reduce(unsigned char* smem, uint64_t* redbar, const Params& p,
-                                                    const Unit& w, int ct) {
-    float4* part = reinterpret_cast<float4*>(smem + C::SMEM_A);
-    float4* recv = part + C::PART_F4;
-    const int S = p.splits, E = C::PART_F4 / S;
-    if (ct == 0)
-        for (int r = 0; r < S; ++r)
-            hop::bulk_copy_to_cta(recv + w.ks * E, part + r * E, uint32_t(E * 16), redbar, uint32_t(r));
-    hop::mbar_wait(redbar, 0);
-    T* const lat = reinterpret_cast<T*>(p.latent);
-    for (int e = ct; e < E; e += 256) {
-        float4 sum = make_float4(0.f, 0.f, 0.f, 0.f);
-        for (int s = 0; s < S; ++s) {
-            const float4 v = recv[s * E + e];
-            sum.x += v.x; sum.y += v.y; sum.z += v.z; sum.w += v.w;
-        }
-        store_latent_elem<T, C>(lat, p, w.mt, w.nt, w.ks * E + e, sum);
-    }
-}
-
 template <typename T, int BM_, int BN_ = BN>
 __global__ void __launch_bounds__(THREADS, 1)
 mla_tc_kernel(const __grid_constant__ CUtensorMap tm_hidden, const __grid_constant__ CUtensorMap tm_wdown,
@@ -290,7 +267,6 @@ mla_tc_kernel(const __grid_constant__ CUtensorMap tm_hidden, const __grid_consta
     unsigned char* smem = reinterpret_cast<unsigned char*>((reinterpret_cast<uintptr_t>(smem_raw) + 1023) & ~uintptr_t(1023));
     uint64_t* full = reinterpret_cast<uint64_t*>(smem + C::SMEM_BAR);
     uint64_t* empty = full + STAGES;
-    uint64_t* redbar = reinterpret_cast<uint64_t*>(smem + C::SMEM_REDBAR);
 
     const int tid = threadIdx.x;
     const int wg = tid / 128;
@@ -302,7 +278,6 @@ mla_tc_kernel(const __grid_constant__ CUtensorMap tm_hidden, const __grid_consta
             hop::mbar_init(&full[s], 1);
             hop::mbar_init(&empty[s], 2);
         }
-        hop::mbar_init(redbar, 1);
         hop::fence_barrier_init();
     }
     __syncthreads();
@@ -488,11 +463,6 @@ mla_tc_kernel(const __grid_constant__ CUtensorMap tm_hidden, const __grid_consta
 #pragma unroll
                 for (int j = 0; j < WN / 8; ++j)
                     part[j * 256 + ct] = make_float4(acc[4 * j], acc[4 * j + 1], acc[4 * j + 2], acc[4 * j + 3]);
-                if (p.cl_red == 2) {
-                    hop::fence_proxy_async_smem();  // the partial -> the bulk copies that read it
-                    // Announced before the cluster barrier, so no peer's bytes arrive before the expectation.
-                    if (ct == 0) hop::mbar_arrive_expect_tx(redbar, uint32_t(C::PART_F4 * 16));
-                }
             } else {
                 // ---- GEMM1 epilogue, split k: partial -> workspace; wait for the tile's S partials; reduce a slice
                 const int tile = w.nt * p.n_mt + w.mt;
@@ -570,11 +540,7 @@ mla_tc_kernel(const __grid_constant__ CUtensorMap tm_hidden, const __grid_consta
         hop::cluster_sync();  // each CTA's partial is in its shared memory
         if (tid == 128) MLA_MARK(EV_C_G1_WAIT);
         if (wg != 0) {
-            const Unit w = decode_unit(p.first + int(blockIdx.x), p);
-            if (p.cl_red == 2)
-                cluster_push_reduce<T, C>(smem, redbar, p, w, tid - 128);
-            else
-                cluster_reduce_slice<T, C>(smem, p, w, tid - 128);
+            cluster_reduce_slice<T, C>(smem, p, decode_unit(p.first + int(blockIdx.x), p), tid - 128);
             if (tid == 128) MLA_MARK(EV_C_G1_RED);
         }
         hop::cluster_sync();  // no CTA exits while a peer still reads its partial

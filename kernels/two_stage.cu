@@ -11,7 +11,8 @@
  *     else 128 x 128 (MLA_GEMM1_BN: twice the tiles of 128 x 256, so prefill needs no k-split), or 64 x 128 where
  *     the 128 x 128 tiles number fewer than half the SMs (MLA_GEMM1_BM64; two_stage.cuh's gemm1_rows64), split
  *     along d so that tiles x splits fill the SMs once (split-k partials reduced by the splits themselves, slice
- *     by slice); triggers its dependents at entry.
+ *     by slice); triggers its dependents at entry. At decode the k-splits of a tile run as one cluster of 8 or 16
+ *     CTAs and are summed through distributed shared memory instead (two_stage.cuh's g1_cluster_size).
  *   launch 2, GEMM2: out (M x 2N) = latent @ [w_up_k | w_up_v], persistent grid of min(tiles, #SMs) CTAs, tiles
  *     BM x 256 in M-major order (the CTAs working at one time share a few w_up column tiles through L2); B tiles
  *     from w_up_k or w_up_v by tile column; epilogue TMA-stores the stacked rows, overlapped with the next tile.

@@ -28,18 +28,14 @@ static_assert(MLA_GEMM1_BN == 128 || MLA_GEMM1_BN == 256, "GEMM1 tile width: 128
 #define MLA_GEMM1_BM64 1
 #endif
 static_assert(MLA_GEMM1_BM64 == 0 || MLA_GEMM1_BM64 == 1, "MLA_GEMM1_BM64: 0 or 1");
-// Decode (M <= 128): GEMM1's k-splits of one 64 x 128 tile as one cluster of this many CTAs, reduced through
-// distributed shared memory (mla_tc.cuh, Params::cl_red) instead of fp32 partials through L2 and a counter wait.
-// 0: the split-k through L2 (the form of before); 8 or 16 (non-portable) CTAs per cluster.
+// Decode (M <= 128): GEMM1's k-splits of one 64 x 128 tile as one cluster of CTAs, reduced through distributed
+// shared memory (mla_tc.cuh, Params::cl_red) instead of fp32 partials through L2 and a counter wait. -1 (default):
+// g1_cluster_size's rule; 0: the split-k through L2 (the form of before); 8 or 16: that many CTAs per cluster.
 #ifndef MLA_G1_CLUSTER
-#define MLA_G1_CLUSTER 0
+#define MLA_G1_CLUSTER -1
 #endif
-static_assert(MLA_G1_CLUSTER == 0 || MLA_G1_CLUSTER == 8 || MLA_G1_CLUSTER == 16, "MLA_G1_CLUSTER: 0, 8 or 16");
-// With MLA_G1_CLUSTER: 0 = each CTA reads its slice of the tile from its peers' shared memory, 1 = each CTA pushes
-// the peers' slices to them by bulk copies (mla::Params::cl_red 1 / 2).
-#ifndef MLA_G1_PUSH
-#define MLA_G1_PUSH 0
-#endif
+static_assert(MLA_G1_CLUSTER == -1 || MLA_G1_CLUSTER == 0 || MLA_G1_CLUSTER == 8 || MLA_G1_CLUSTER == 16,
+              "MLA_G1_CLUSTER: -1, 0, 8 or 16");
 
 namespace {
 
@@ -248,6 +244,22 @@ static_assert(gemm1_rows64(4096, 256, 132) && gemm1_rows64(512, 512, 132) && gem
                   !gemm1_rows64(4096, 512, 132),
               "gemm1_rows64: the 64-row GEMM1 tile rule");
 
+// GEMM1's CTAs per cluster at decode (0: the split-k through L2). 8 by default: 32 CTAs a 512-wide latent, each
+// streaming 1/8 of w_down; 16 when d is long (64 k-steps or more, so 8 splits would run 8+ k-steps each) and 16 CTAs
+// a latent tile plus every GEMM2 CTA still fit the SMs at once, so GEMM2's CTAs all start on idle SMs and load
+// their w_up stages while GEMM1 runs. Measured (NOTES 2026-12-02 sixth, against the split-k through L2): 8 is
+// 0.4-2.4 us faster at every 64-token preset, and 16 a further 1.3 us at kimi-k2 64 (the only preset the second
+// condition admits), slower than 8 where GEMM2's CTAs do not fit (DeepSeek-V3 / V2 64: +1.7 to +1.9 us). Either
+// size needs each CTA to get two k-steps or more, and such a cluster to fit on the device.
+template <typename T>
+int g1_cluster_size(int D, int tiles1, int gemm2_ctas, int dev, int sms) {
+    const int ksteps = kv::cdiv(D, mla::BK);
+    int cl = MLA_G1_CLUSTER;
+    if (cl < 0) cl = (ksteps >= 64 && tiles1 * 16 + gemm2_ctas <= sms) ? 16 : 8;
+    if (cl <= 1 || ksteps < 2 * cl || !mla::cluster_fits<T, 64, 128>(dev, cl)) return 0;
+    return cl;
+}
+
 // Tensor-core path (sm_90a, bf16 / fp16): GEMM1 launch (latent in the dtype, split k), then GEMM2 launch as its
 // programmatic dependent. BM (GEMM2's tile height): 64 up to 128 rows (decode), 128 above. GEMM1's tiles are
 // BM1 x BN1: 64 x 128 for decode; above, 128 x MLA_GEMM1_BN or (gemm1_rows64) 64 x 128.
@@ -267,7 +279,7 @@ void launch_two_stage_tc(const torch::Tensor& hidden, const torch::Tensor& w_dow
         p.splits = cluster;
         p.kps1 = kv::cdiv(p.ksteps1, cluster);
         p.units1 = tiles1 * cluster;
-        p.cl_red = MLA_G1_PUSH ? 2 : 1;
+        p.cl_red = 1;
     }
     auto latent = torch::empty({int64_t(M), int64_t(R)}, hidden.options());
     torch::Tensor ws;
@@ -314,14 +326,14 @@ bool run_two_stage_tc(const torch::Tensor& hidden, const torch::Tensor& w_down, 
                             stream, info))
         return false;
     if (M <= 128) {
-        // GEMM1 in 64 x 128 tiles: at DeepSeek-V3 size 4 tiles x 28 splits (112 CTAs, as 2 x 56 would be) with
-        // half the fp32 partial bytes of 64 x 256 tiles; measured -0.55 to -1.0 us at 64 tokens (results/NOTES.md)
-        // MLA_G1_CLUSTER: its k-splits in clusters, when d gives every CTA of a cluster two k-steps or more and such
-        // a cluster fits on this device.
-        constexpr int CL = MLA_G1_CLUSTER;
-        const bool in_clusters = CL > 1 && kv::cdiv(D, mla::BK) >= 2 * CL && mla::cluster_fits<T, 64, 128>(dev, CL);
+        // GEMM1 in 64 x 128 tiles (against 64 x 256: -0.55 to -1.0 us at 64 tokens, results/NOTES.md), its k-splits
+        // in clusters (g1_cluster_size; 4 tiles x 8 CTAs at DeepSeek-V3), else through L2 (4 tiles x 28 splits).
+        // GEMM2's CTAs: one per 64 x 256 tile, up to the SMs.
+        const int tiles1 = kv::cdiv(R, 128);
+        const int gemm2_ctas = std::min(kv::cdiv(M, 64) * (2 * N / mla::BN), info.sms);
+        const int cl = g1_cluster_size<T>(D, tiles1, gemm2_ctas, dev, info.sms);
         launch_two_stage_tc<T, 64, 64, 128, PINGPONG>(hidden, w_down, w_up_k, w_up_v, out, M, D, R, N, dev,
-                                                      info.sms, stream, in_clusters ? CL : 1);
+                                                      info.sms, stream, cl > 1 ? cl : 1);
         return true;
     }
     if constexpr (MLA_GEMM1_BM64 == 1) {  // discarded (never instantiated) when 0: that build is the one of before

@@ -27,8 +27,12 @@ SMALL = [preset("seed"), preset("deepseek-v2-lite")] + [s for spec in ODD_SHAPES
 # Every dispatch path of the bf16/fp16 tensor-core engine (kernels/mla_tc.cuh): decode tiles (M <= 128: one row
 # tile, up to 64 k-splits) and prefill tiles (M > 128: 128-row tiles, few splits), partial row / k / latent tiles,
 # rank below one 256-column tile, and the shapes it must decline (N % 256 != 0, d or rank not a multiple of 8).
-TC_SHAPES = [preset("deepseek-v3", t) for t in (64, 512, 4096)] + [preset("minicpm3", 64)] + [
+TC_SHAPES = [preset("deepseek-v3", t) for t in (64, 512, 4096)] + [preset("minicpm3", 64), preset("kimi-k2", 64)] + [
     s for spec in (
+        # two_stage's decode GEMM1 split in clusters (two_stage.cuh's g1_cluster_size): DeepSeek-V3 / MiniCPM3 64 and
+        # M = 1 below take 8 CTAs a cluster, kimi-k2 64 takes 16; here 33 k-steps in 8 splits of 5 (the last one empty)
+        # and a 136-wide latent (the second 128-column tile 8 columns wide)
+        "b=1,s=7,d=2056,rank=136,heads=2,head_dim=128",
         "b=1,s=1,d=7168,rank=512,heads=128,head_dim=128",  # M = 1 at DeepSeek-V3 size (the most k-splits)
         "b=3,s=50,d=1000,rank=96,heads=2,head_dim=128",    # M = 150: two row tiles, the second partial
         "b=1,s=200,d=264,rank=40,heads=4,head_dim=64",     # k tails in both products, latent tile mostly empty
