@@ -257,13 +257,6 @@ __device__ __forceinline__ void prefetch_tmap(const CUtensorMap* map) {
 
 // ================================================================ device: clusters (distributed shared memory)
 
-__device__ __forceinline__ uint32_t cluster_ctarank() {
-    uint32_t r = 0;
-#if KV_SM90A
-    asm volatile("mov.u32 %0, %%cluster_ctarank;\n" : "=r"(r));
-#endif
-    return r;
-}
 // Every thread of every CTA of the cluster arrives, then waits for all of them (not warp-aligned: a role may
 // reach it from diverged code). The arrive releases and the wait acquires at cluster scope.
 __device__ __forceinline__ void cluster_sync() {

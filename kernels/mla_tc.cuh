@@ -208,38 +208,36 @@ __device__ __forceinline__ void store_latent_elem(T* lat, const Params& p, int m
     store_latent2<T>(lat, p, rr + 8, col, v.z, v.w);
 }
 
-// GEMM1 split-k inside a cluster (p.cl_red): split ks (the CTA of cluster rank ks) sums slice ks of the tile over
-// the S partials that the cluster's CTAs left at the base of their shared memory, and stores those latent elements.
-// Called by the 256 consumer threads between two cluster barriers (partials written / peers done reading).
-template <typename T, class C>
-__device__ __forceinline__ void cluster_reduce_slice(unsigned char* smem, const Params& p, const Unit& w, int ct) {
-    const float4* part = reinterpret_cast<const float4*>(smem + C::SMEM_A);
-    const int S = p.splits;
-    const int e0 = w.ks * C::PART_F4 / S, e1 = (w.ks + 1) * C::PART_F4 / S, E = e1 - e0;
+// The split-k reduction of one slice, elements [e0, e1) of a GEMM1 tile's partial layout: each element summed over
+// the S partials (`load(e, s)` reads partial s; LOADS loads in flight a round, the tail predicated) and stored as
+// latent elements. Few elements and many partials: thread (g, e) sums every G-th partial, then a G-way sum in `red`
+// (shared memory of this CTA, 256 float4s). Called by the 256 consumer threads.
+template <typename T, class C, int LOADS, class Load>
+__device__ __forceinline__ void reduce_slice_store(const Params& p, const Unit& w, int S, int e0, int e1, int ct,
+                                                   float4* red, Load load) {
     T* const lat = reinterpret_cast<T*>(p.latent);
-    // Sum of the partials s = s0, s0 + ds, ... < S at element e; eight remote loads in flight a round.
     auto sum_parts = [&](int e, int s0, int ds) {
         float4 sum = make_float4(0.f, 0.f, 0.f, 0.f);
-        for (int s = s0; s < S; s += 8 * ds) {
-            float4 v[8];
+        for (int s = s0; s < S; s += LOADS * ds) {
+            float4 v[LOADS];
 #pragma unroll
-            for (int i = 0; i < 8; ++i) {
+            for (int i = 0; i < LOADS; ++i) {
                 const int si = s + i * ds;
-                v[i] = si < S ? hop::ld_shared_cluster_f4(part + e, uint32_t(si)) : make_float4(0.f, 0.f, 0.f, 0.f);
+                v[i] = si < S ? load(e, si) : make_float4(0.f, 0.f, 0.f, 0.f);
             }
 #pragma unroll
-            for (int i = 0; i < 8; ++i) {
+            for (int i = 0; i < LOADS; ++i) {
                 sum.x += v[i].x; sum.y += v[i].y; sum.z += v[i].z; sum.w += v[i].w;
             }
         }
         return sum;
     };
+    const int E = e1 - e0;
     const int G = E > 0 ? min(S, 256 / E) : 1;  // thread groups per element
     if (G <= 1) {
         for (int e = e0 + ct; e < e1; e += 256) store_latent_elem<T, C>(lat, p, w.mt, w.nt, e, sum_parts(e, 0, 1));
         return;
     }
-    float4* red = reinterpret_cast<float4*>(smem + C::SMEM_C);  // not the partial: peers read that
     const int g = ct / E, el = ct - g * E;
     if (g < G) red[g * E + el] = sum_parts(e0 + el, g, G);
     hop::named_barrier(1, 256);
@@ -251,6 +249,19 @@ __device__ __forceinline__ void cluster_reduce_slice(unsigned char* smem, const 
         }
         store_latent_elem<T, C>(lat, p, w.mt, w.nt, e0 + ct, sum);
     }
+}
+
+// GEMM1 split-k inside a cluster (p.cl_red): split ks (the CTA of cluster rank ks) sums slice ks of the tile over
+// the S partials that the cluster's CTAs left at the base of their shared memory (eight remote loads in flight),
+// and stores those latent elements. Called by the 256 consumer threads between two cluster barriers (partials
+// written / peers done reading).
+template <typename T, class C>
+__device__ __forceinline__ void cluster_reduce_slice(unsigned char* smem, const Params& p, const Unit& w, int ct) {
+    const float4* part = reinterpret_cast<const float4*>(smem + C::SMEM_A);
+    const int S = p.splits;
+    float4* red = reinterpret_cast<float4*>(smem + C::SMEM_C);  // not the partial: peers read that
+    reduce_slice_store<T, C, 8>(p, w, S, w.ks * C::PART_F4 / S, (w.ks + 1) * C::PART_F4 / S, ct, red,
+                                [&](int e, int s) { return hop::ld_shared_cluster_f4(part + e, uint32_t(s)); });
 }
 
 template <typename T, int BM_, int BN_ = BN>
@@ -481,46 +492,13 @@ mla_tc_kernel(const __grid_constant__ CUtensorMap tm_hidden, const __grid_consta
                 const float4* tp = p.ws + size_t(tile) * p.splits * PART_F4;
                 const int e0 = int((long long)w.ks * PART_F4 / p.splits);
                 const int e1 = int((long long)(w.ks + 1) * PART_F4 / p.splits);
-                auto store_elem = [&](int e, float4 v) { store_latent_elem<T, C>(lat, p, w.mt, w.nt, e, v); };
-                // Sum of partials s = s0, s0 + ds, ... < S at element e: SPLIT_LOADS loads in flight a round, the
-                // tail predicated, so a thread's 16-20 partials at decode (DeepSeek sizes) take one L2 round trip
-                // (6e904ab..6843075: 8 a round, then the tail one load per round trip; results/NOTES.md).
-                auto sum_parts = [&](int e, int s0, int ds) {
-                    float4 sum = make_float4(0.f, 0.f, 0.f, 0.f);
-                    for (int s = s0; s < p.splits; s += SPLIT_LOADS * ds) {
-                        float4 v[SPLIT_LOADS];
-#pragma unroll
-                        for (int i = 0; i < SPLIT_LOADS; ++i) {
-                            const int si = s + i * ds;
-                            v[i] = si < p.splits ? __ldcg(tp + size_t(si) * PART_F4 + e)
-                                                 : make_float4(0.f, 0.f, 0.f, 0.f);
-                        }
-#pragma unroll
-                        for (int i = 0; i < SPLIT_LOADS; ++i) {
-                            sum.x += v[i].x; sum.y += v[i].y; sum.z += v[i].z; sum.w += v[i].w;
-                        }
-                    }
-                    return sum;
-                };
-                const int E = e1 - e0;
-                const int G = E > 0 ? min(p.splits, 256 / E) : 1;  // partial groups per element (many splits)
-                if (G <= 1) {
-                    for (int e = e0 + ct; e < e1; e += 256) store_elem(e, sum_parts(e, 0, 1));
-                } else {
-                    // Few elements, many partials: thread (g, e) sums every G-th partial, then G-way sum in smem.
-                    float4* red = reinterpret_cast<float4*>(smem + C::SMEM_C);  // no TMA store pending in GEMM1
-                    const int g = ct / E, el = ct - g * E;
-                    if (g < G) red[g * E + el] = sum_parts(e0 + el, g, G);
-                    hop::named_barrier(1, 256);
-                    if (ct < E) {
-                        float4 sum = red[ct];
-                        for (int gg = 1; gg < G; ++gg) {
-                            const float4 v = red[gg * E + ct];
-                            sum.x += v.x; sum.y += v.y; sum.z += v.z; sum.w += v.w;
-                        }
-                        store_elem(e0 + ct, sum);
-                    }
-                }
+                // Sum of the S partials of each slice element: SPLIT_LOADS loads in flight a round, so a thread's
+                // 16-20 partials at decode (DeepSeek sizes) take one L2 round trip (6e904ab..6843075: 8 a round,
+                // then the tail one load per round trip; results/NOTES.md). No TMA store is pending in GEMM1, so
+                // the staging area holds the group sums.
+                reduce_slice_store<T, C, SPLIT_LOADS>(
+                    p, w, p.splits, e0, e1, ct, reinterpret_cast<float4*>(smem + C::SMEM_C),
+                    [&](int e, int s) { return __ldcg(tp + size_t(s) * PART_F4 + e); });
                 hop::named_barrier(1, 256);  // this CTA's latent slice is stored
                 if (ct == 0) {
                     MLA_MARK(EV_C_G1_RED);
