@@ -268,14 +268,17 @@ int g1_cluster_size(int D, int tiles1, int gemm2_ctas, int dev, int sms) {
 template <typename T, int BM, int BM1, int BN1, bool PINGPONG>
 void launch_two_stage_tc(const torch::Tensor& hidden, const torch::Tensor& w_down, const torch::Tensor& w_up_k,
                          const torch::Tensor& w_up_v, torch::Tensor& out, int M, int D, int R, int N, int dev,
-                         int sms, cudaStream_t stream, int cluster = 1) {
+                         int sms, cudaStream_t stream) {
     using C = mla::Cfg<BM1, BN1>;
     // GEMM1's units (tiles BM1 x BN1) and GEMM2's (BM x 256) are counted apart: the two launches share no unit list
     // (p's GEMM2 fields are unused: its launch runs units [0, units1) only).
     mla::Params p = mla::make_params(BM1, BN1, M, D, R, N, mla::pick_splits(BM1, BN1, M, R, sms, MLA_GEMM1_SPLIT_CAP));
     const mla::Params q2 = mla::make_params(BM, mla::BN, M, D, R, N, 1);
     const int tiles1 = p.n_mt * p.n_nt1;
-    if (cluster > 1) {  // one cluster a tile, one k-split a CTA (the last ones may be empty)
+    // Decode (64-row GEMM2 tiles): GEMM1's k-splits in clusters when g1_cluster_size says so, one cluster a tile,
+    // one k-split a CTA (the last ones may be empty).
+    const int cluster = BM == 64 ? g1_cluster_size<T>(D, tiles1, std::min(q2.units2, sms), dev, sms) : 0;
+    if (cluster > 1) {
         p.splits = cluster;
         p.kps1 = kv::cdiv(p.ksteps1, cluster);
         p.units1 = tiles1 * cluster;
@@ -296,10 +299,8 @@ void launch_two_stage_tc(const torch::Tensor& hidden, const torch::Tensor& w_dow
     mla::Params p1 = p;
     p1.first = 0;
     p1.last = p.units1;
-    if (p.cl_red)
-        mla::launch<T, BM1, BN1>(maps, p1, p.units1, false, stream, cluster);
-    else
-        mla::launch<T, BM1, BN1>(maps, p1, std::min(p.units1, sms), false, stream);
+    mla::launch<T, BM1, BN1>(maps, p1, p.cl_red ? p.units1 : std::min(p.units1, sms), false, stream,
+                             p.cl_red ? cluster : 1);
     if constexpr (PINGPONG && BM == 128) {
         const mla_pp::Params q = mla_pp::make_params(M, R, N);
         mla_pp::set_smem_attr<T>(dev);
@@ -328,12 +329,8 @@ bool run_two_stage_tc(const torch::Tensor& hidden, const torch::Tensor& w_down, 
     if (M <= 128) {
         // GEMM1 in 64 x 128 tiles (against 64 x 256: -0.55 to -1.0 us at 64 tokens, results/NOTES.md), its k-splits
         // in clusters (g1_cluster_size; 4 tiles x 8 CTAs at DeepSeek-V3), else through L2 (4 tiles x 28 splits).
-        // GEMM2's CTAs: one per 64 x 256 tile, up to the SMs.
-        const int tiles1 = kv::cdiv(R, 128);
-        const int gemm2_ctas = std::min(kv::cdiv(M, 64) * (2 * N / mla::BN), info.sms);
-        const int cl = g1_cluster_size<T>(D, tiles1, gemm2_ctas, dev, info.sms);
         launch_two_stage_tc<T, 64, 64, 128, PINGPONG>(hidden, w_down, w_up_k, w_up_v, out, M, D, R, N, dev,
-                                                      info.sms, stream, cl > 1 ? cl : 1);
+                                                      info.sms, stream);
         return true;
     }
     if constexpr (MLA_GEMM1_BM64 == 1) {  // discarded (never instantiated) when 0: that build is the one of before
