@@ -98,7 +98,9 @@ struct Params {
     int first, last;  // this launch runs units [first, last) of the combined list
     int group_mt;     // GEMM2 rasterization group (row tiles)
     int fused;        // GEMM2 units wait for ready[mt] == n_nt1; GEMM1 tiles bump it
-    int prefetch2;    // fused: before its first GEMM2 unit a producer prefetches all its GEMM2 B tiles into L2
+    int prefetch2;    // 1 (fused): before its first GEMM2 unit a producer prefetches all its GEMM2 B tiles into L2;
+                      // 2 (two_stage's decode GEMM2): after pre-filling its stages, the B boxes beyond them (and,
+                      // with late0, a late CTA's whole tile), once g1_main says GEMM1's loads are in (if gated)
     int pdl_wait;     // GEMM2 producer waits for the previous grid (programmatic dependent launch)
     int cl_red;       // GEMM1: the `splits` CTAs of a cluster are one tile's k-splits, one unit each, reduced
                       // through distributed shared memory (no workspace, no counters)
@@ -107,6 +109,14 @@ struct Params {
     int* ready;       // per row tile, self-resetting (fused)
     int* consumed;    // per row tile: GEMM2 units that passed the ready wait (fused)
     void* latent;     // (M, R), row-major, written by GEMM1 units
+    // prefetch2 == 2's gate (null: none). GEMM1 CTAs add 1 to *g1_main when their main loop is done; a GEMM2
+    // producer waits for g1_target of them before it prefetches, then adds 1 to *g2_seen; the grid's last resets
+    // both (a timing hint only: no data depends on it, and a stale count just prefetches early).
+    int* g1_main;
+    int* g2_seen;
+    int g1_target;
+    int late0;        // prefetch2 == 2: CTAs from here on find no SM until GEMM1's leave (0: none); CTA
+                      // b < gridDim.x - late0 also prefetches the first unit of CTA late0 + b
 };
 
 struct Unit {
@@ -170,14 +180,13 @@ enum TraceEvent {
     EV_ENTRY, EV_P_G1_ISSUED, EV_P_G2_PRE, EV_P_G2_READY, EV_P_G2_ISSUED,
     EV_C_G1_FIRST, EV_C_G1_MAIN, EV_C_G1_PART, EV_C_G1_WAIT, EV_C_G1_RED,
     EV_C_G2_FIRST, EV_C_G2_MAIN, EV_C_G2_STORE, EV_EXIT,
-    EV_P_SETUP, EV_P_TMAP, EV_P_FIRST_TMA, EV_C_START, EV_SMID, TRACE_EVENTS
+    EV_P_SETUP, EV_P_TMAP, EV_P_FIRST_TMA, EV_C_START, EV_P_G2_GATE, EV_SMID, TRACE_EVENTS
 };
 #ifdef MLA_TRACE
 constexpr int TRACE_CTAS = 160;
 __device__ unsigned long long trace_buf[2][TRACE_CTAS][TRACE_EVENTS];
 __device__ __forceinline__ void trace_mark(const Params& p, int ev) {
-    unsigned long long t;
-    asm volatile("mov.u64 %0, %%globaltimer;\n" : "=l"(t) :: "memory");
+    unsigned long long t = hop::globaltimer_ns();
     if (ev == EV_SMID) asm volatile("{ .reg .u32 s; mov.u32 s, %%smid; cvt.u64.u32 %0, s; }\n" : "=l"(t));
     if (blockIdx.x < TRACE_CTAS) trace_buf[p.first > 0 && !p.fused][blockIdx.x][ev] = t;
 }
@@ -324,7 +333,7 @@ mla_tc_kernel(const __grid_constant__ CUtensorMap tm_hidden, const __grid_consta
                 } else {
                     tb = w.nt < p.nt2_v ? &tm_wk : &tm_wv;
                     bx = (w.nt < p.nt2_v ? w.nt : w.nt - p.nt2_v) * BN;
-                    if (p.prefetch2 && !prefetched) {  // all of this CTA's GEMM2 B tiles -> L2 while GEMM1 runs
+                    if (p.prefetch2 == 1 && !prefetched) {  // all of this CTA's GEMM2 B tiles -> L2 while GEMM1 runs
                         for (int u2 = u; u2 < p.last; u2 += gridDim.x) {
                             const Unit w2 = decode_unit(u2, p);
                             const CUtensorMap* tb2 = w2.nt < p.nt2_v ? &tm_wk : &tm_wv;
@@ -347,6 +356,34 @@ mla_tc_kernel(const __grid_constant__ CUtensorMap tm_hidden, const __grid_consta
                             for (int b = 0; b < TBN / 64; ++b)
                                 hop::tma_load_2d(bs + b * B_BOX_BYTES, tb, bx + 64 * b, (k0 + j) * BK, &full[s]);
                         }
+                    }
+                    if (p.prefetch2 == 2 && !prefetched) {
+                        if (p.g1_main) {  // prefetch once GEMM1's loads are in, not against them
+                            const unsigned long long t0 = hop::globaltimer_ns();
+                            while (ld_acquire(p.g1_main) < p.g1_target && hop::globaltimer_ns() - t0 < 200000)
+                                __nanosleep(128);
+                            if (atomicAdd(p.g2_seen, 1) == int(gridDim.x) - 1) {  // the last: reset for the next call
+                                *p.g2_seen = 0;
+                                *p.g1_main = 0;
+                            }
+                        }
+                        MLA_MARK(EV_P_G2_GATE);
+                        for (int u2 = u; u2 < p.last; u2 += gridDim.x) {
+                            const Unit w2 = decode_unit(u2, p);
+                            const CUtensorMap* tb2 = w2.nt < p.nt2_v ? &tm_wk : &tm_wv;
+                            const int bx2 = (w2.nt < p.nt2_v ? w2.nt : w2.nt - p.nt2_v) * BN;
+                            for (int k = u2 == u ? k0 + pre : 0; k < p.ksteps2; ++k)
+                                for (int b = 0; b < BN / 64; ++b) hop::tma_prefetch_2d(tb2, bx2 + 64 * b, k * BK);
+                        }
+                        const int late = p.late0 + int(blockIdx.x);
+                        if (p.late0 > 0 && late < int(gridDim.x) && p.first + late < p.last) {
+                            const Unit w2 = decode_unit(p.first + late, p);
+                            const CUtensorMap* tb2 = w2.nt < p.nt2_v ? &tm_wk : &tm_wv;
+                            const int bx2 = (w2.nt < p.nt2_v ? w2.nt : w2.nt - p.nt2_v) * BN;
+                            for (int k = 0; k < p.ksteps2; ++k)
+                                for (int b = 0; b < BN / 64; ++b) hop::tma_prefetch_2d(tb2, bx2 + 64 * b, k * BK);
+                        }
+                        prefetched = true;
                     }
                     MLA_MARK(EV_P_G2_PRE);
                     if (p.pdl_wait && !waited) {
@@ -431,6 +468,7 @@ mla_tc_kernel(const __grid_constant__ CUtensorMap tm_hidden, const __grid_consta
                 for (int i = 0; i < WN / 2; ++i) acc[i] = 0.f;
             }
             if (ct == 0) { if (w.gemm == 1) MLA_MARK(EV_C_G1_MAIN); else MLA_MARK(EV_C_G2_MAIN); }
+            if (w.gemm == 1 && p.g1_main && ct == 0) atomicAdd(p.g1_main, 1);  // the gate of prefetch2 == 2
             const int row0 = w.mt * BM + wrow + r_in;  // fragment rows row0 and row0 + 8
             const int col0 = w.nt * TBN + wcol + 2 * q;  // fragment columns col0 + 8j, + 1
 

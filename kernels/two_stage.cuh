@@ -36,6 +36,15 @@ static_assert(MLA_GEMM1_BM64 == 0 || MLA_GEMM1_BM64 == 1, "MLA_GEMM1_BM64: 0 or 
 #endif
 static_assert(MLA_G1_CLUSTER == -1 || MLA_G1_CLUSTER == 0 || MLA_G1_CLUSTER == 8 || MLA_G1_CLUSTER == 16,
               "MLA_G1_CLUSTER: -1, 0, 8 or 16");
+// Decode GEMM2: the w_up boxes beyond a CTA's pre-filled stages prefetched into L2 before it waits for the latent
+// (mla_tc.cuh, Params::prefetch2 == 2). 0 (default): none. 1: at once, while GEMM1 still streams w_down. 2: once
+// every GEMM1 CTA's main loop is done (a counter), so the fills overlap GEMM1's cluster reduction, not its loads.
+// 3: as 2, and the CTAs that have an SM early also prefetch the whole tiles of those that enter only as GEMM1's
+// CTAs leave. A probe axis (NOTES 2026-12-04).
+#ifndef MLA_G2_PREFETCH
+#define MLA_G2_PREFETCH 0
+#endif
+static_assert(MLA_G2_PREFETCH >= 0 && MLA_G2_PREFETCH <= 3, "MLA_G2_PREFETCH: 0 to 3");
 
 namespace {
 
@@ -295,12 +304,14 @@ void launch_two_stage_tc(const torch::Tensor& hidden, const torch::Tensor& w_dow
     const mla::Maps maps = mla::make_maps<T, BM1, BM>(hidden.data_ptr(), w_down.data_ptr(), w_up_k.data_ptr(),
                                                       w_up_v.data_ptr(), latent.data_ptr(), out.data_ptr(), M, D, R,
                                                       N);
+    const int g1_ctas = p.cl_red ? p.units1 : std::min(p.units1, sms);
+    if (BM == 64 && MLA_G2_PREFETCH >= 2)  // the prefetch gate: two counters after the split counters' range
+        p.g1_main = mla::counters(dev, size_t(tiles1) + 2, stream) + tiles1;
     mla::set_smem_attr<T, BM1, BN1>(dev);
     mla::Params p1 = p;
     p1.first = 0;
     p1.last = p.units1;
-    mla::launch<T, BM1, BN1>(maps, p1, p.cl_red ? p.units1 : std::min(p.units1, sms), false, stream,
-                             p.cl_red ? cluster : 1);
+    mla::launch<T, BM1, BN1>(maps, p1, g1_ctas, false, stream, p.cl_red ? cluster : 1);
     if constexpr (PINGPONG && BM == 128) {
         const mla_pp::Params q = mla_pp::make_params(M, R, N);
         mla_pp::set_smem_attr<T>(dev);
@@ -312,7 +323,15 @@ void launch_two_stage_tc(const torch::Tensor& hidden, const torch::Tensor& w_dow
         p2.first = q2.units1;
         p2.last = q2.units1 + q2.units2;
         p2.pdl_wait = 1;
-        mla::launch<T, BM>(maps, p2, std::min(q2.units2, sms), true, stream);
+        const int grid2 = std::min(q2.units2, sms);
+        if (BM == 64 && MLA_G2_PREFETCH > 0) {
+            p2.prefetch2 = 2;
+            p2.g1_main = p.g1_main;
+            p2.g2_seen = p.g1_main ? p.g1_main + 1 : nullptr;
+            p2.g1_target = p.units1;
+            if (MLA_G2_PREFETCH == 3 && sms - g1_ctas < grid2) p2.late0 = std::max(1, sms - g1_ctas);
+        }
+        mla::launch<T, BM>(maps, p2, grid2, true, stream);
     }
 }
 
