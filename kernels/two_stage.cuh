@@ -305,8 +305,8 @@ void launch_two_stage_tc(const torch::Tensor& hidden, const torch::Tensor& w_dow
                                                       w_up_v.data_ptr(), latent.data_ptr(), out.data_ptr(), M, D, R,
                                                       N);
     const int g1_ctas = p.cl_red ? p.units1 : std::min(p.units1, sms);
-    if (BM == 64 && MLA_G2_PREFETCH >= 2)  // the prefetch gate: two counters after the split counters' range
-        p.g1_main = mla::counters(dev, size_t(tiles1) + 2, stream) + tiles1;
+    if (BM == 64 && MLA_G2_PREFETCH >= 2)  // the prefetch gate: the buffer's last two counters (split_cnt: the first)
+        p.g1_main = mla::counters(dev, 4096, stream) + 4094;
     mla::set_smem_attr<T, BM1, BN1>(dev);
     mla::Params p1 = p;
     p1.first = 0;
