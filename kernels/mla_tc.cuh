@@ -117,6 +117,9 @@ struct Params {
     int g1_target;
     int late0;        // prefetch2 == 2: CTAs from here on find no SM until GEMM1's leave (0: none); CTA
                       // b < gridDim.x - late0 also prefetches the first unit of CTA late0 + b
+    // The latent is written lat_copies times, copy c at rows c * lat_rows (lat_rows >= M, a multiple of GEMM2's
+    // BM); GEMM2 CTA b reads copy b % lat_copies, so fewer CTAs load the same lines of it at once. 1: one copy.
+    int lat_copies, lat_rows;
 };
 
 struct Unit {
@@ -198,11 +201,15 @@ __device__ __forceinline__ void trace_mark(const Params& p, int ev) {
 using hop::pdl_launch_dependents;
 using hop::pdl_wait;
 
-// Store one fp32 fragment pair (row, col), (row, col+1) of the latent as two 16-bit elements (R even, col even).
+// Store one fp32 fragment pair (row, col), (row, col+1) of the latent as two 16-bit elements (R even, col even),
+// into each of the p.lat_copies copies (lat_rows rows apart).
 template <typename T>
 __device__ __forceinline__ void store_latent2(T* lat, const Params& p, int row, int col, float a, float b) {
-    if (row < p.M && col < p.R)
-        *reinterpret_cast<uint32_t*>(lat + size_t(row) * p.R + col) = kv::pack2<T>(a, b);
+    if (row < p.M && col < p.R) {
+        const uint32_t v = kv::pack2<T>(a, b);
+        for (int c = 0; c < p.lat_copies; ++c)
+            *reinterpret_cast<uint32_t*>(lat + (size_t(c) * p.lat_rows + row) * p.R + col) = v;
+    }
 }
 
 // Store element e (= j * 256 + c: consumer thread c's fragment group j) of a GEMM1 tile's fp32 partial layout: the
@@ -411,7 +418,8 @@ mla_tc_kernel(const __grid_constant__ CUtensorMap tm_hidden, const __grid_consta
                         for (int b = 0; b < TBN / 64; ++b)
                             hop::tma_load_2d(bs + b * B_BOX_BYTES, tb, bx + 64 * b, k * BK, &full[s]);
                     }
-                    hop::tma_load_2d(smem + C::SMEM_A + s * A_BYTES, ta, k * BK, w.mt * BM, &full[s]);
+                    const int arow = w.mt * BM + (w.gemm == 2 ? (int(blockIdx.x) % p.lat_copies) * p.lat_rows : 0);
+                    hop::tma_load_2d(smem + C::SMEM_A + s * A_BYTES, ta, k * BK, arow, &full[s]);
                     if (it == 0) MLA_MARK(EV_P_FIRST_TMA);
                 }
                 if (w.gemm == 1) MLA_MARK(EV_P_G1_ISSUED); else MLA_MARK(EV_P_G2_ISSUED);
@@ -580,14 +588,14 @@ struct Maps {
 };
 
 // BM1: GEMM1's tile height (the hidden box), BM2: GEMM2's (the latent box); two_stage's GEMM1 may use 64-row
-// tiles under 128-row GEMM2 tiles.
+// tiles under 128-row GEMM2 tiles. lat_rows: the latent buffer's rows (M, or copies x Params::lat_rows).
 template <typename T, int BM1, int BM2>
 inline Maps make_maps(const void* h, const void* wd, const void* wk, const void* wv, const void* lat, void* out, int M,
-                      int D, int R, int N) {
+                      int D, int R, int N, int64_t lat_rows = -1) {
     Maps m;
     m.hidden = hop::make_tmap_2d<T>(h, M, D, D, BM1, BK);
     m.wdown = hop::make_tmap_2d<T>(wd, D, R, R, BK, 64);
-    m.latent = hop::make_tmap_2d<T>(lat, M, R, R, BM2, BK);
+    m.latent = hop::make_tmap_2d<T>(lat, lat_rows < 0 ? M : lat_rows, R, R, BM2, BK);
     m.wk = hop::make_tmap_2d<T>(wk, R, N, N, BK, 64);
     m.wv = hop::make_tmap_2d<T>(wv, R, N, N, BK, 64);
     m.out = hop::make_tmap_2d<T>(out, M, 2 * int64_t(N), 2 * int64_t(N), 64, 64);
@@ -612,6 +620,8 @@ inline Params make_params(int BM, int bn1, int M, int D, int R, int N, int split
     p.units1 = p.n_mt * p.n_nt1 * p.splits;
     p.units2 = p.n_mt * p.n_nt2;
     p.group_mt = p.n_mt;
+    p.lat_copies = 1;
+    p.lat_rows = M;
     return p;
 }
 
