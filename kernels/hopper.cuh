@@ -294,13 +294,6 @@ __device__ __forceinline__ void pdl_launch_dependents() {
 #endif
 }
 
-// The device's nanosecond clock (%globaltimer): the same on every SM, so it can bound a wait across CTAs.
-__device__ __forceinline__ unsigned long long globaltimer_ns() {
-    unsigned long long t;
-    asm volatile("mov.u64 %0, %%globaltimer;\n" : "=l"(t) :: "memory");
-    return t;
-}
-
 // ================================================================ device: wgmma
 //
 // Shared-memory operand layouts (what TMA with 128-byte swizzle writes, tile bases 1024-byte aligned):

@@ -98,9 +98,7 @@ struct Params {
     int first, last;  // this launch runs units [first, last) of the combined list
     int group_mt;     // GEMM2 rasterization group (row tiles)
     int fused;        // GEMM2 units wait for ready[mt] == n_nt1; GEMM1 tiles bump it
-    int prefetch2;    // 1 (fused): before its first GEMM2 unit a producer prefetches all its GEMM2 B tiles into L2;
-                      // 2 (two_stage's decode GEMM2): after pre-filling its stages, the B boxes beyond them (and,
-                      // with late0, a late CTA's whole tile), once g1_main says GEMM1's loads are in (if gated)
+    int prefetch2;    // fused: before its first GEMM2 unit a producer prefetches all its GEMM2 B tiles into L2
     int pdl_wait;     // GEMM2 producer waits for the previous grid (programmatic dependent launch)
     int cl_red;       // GEMM1: the `splits` CTAs of a cluster are one tile's k-splits, one unit each, reduced
                       // through distributed shared memory (no workspace, no counters)
@@ -109,17 +107,6 @@ struct Params {
     int* ready;       // per row tile, self-resetting (fused)
     int* consumed;    // per row tile: GEMM2 units that passed the ready wait (fused)
     void* latent;     // (M, R), row-major, written by GEMM1 units
-    // prefetch2 == 2's gate (null: none). GEMM1 CTAs add 1 to *g1_main when their main loop is done; a GEMM2
-    // producer waits for g1_target of them before it prefetches, then adds 1 to *g2_seen; the grid's last resets
-    // both (a timing hint only: no data depends on it, and a stale count just prefetches early).
-    int* g1_main;
-    int* g2_seen;
-    int g1_target;
-    int late0;        // prefetch2 == 2: CTAs from here on find no SM until GEMM1's leave (0: none); CTA
-                      // b < gridDim.x - late0 also prefetches the first unit of CTA late0 + b
-    // The latent is written lat_copies times, copy c at rows c * lat_rows (lat_rows >= M, a multiple of GEMM2's
-    // BM); GEMM2 CTA b reads copy b % lat_copies, so fewer CTAs load the same lines of it at once. 1: one copy.
-    int lat_copies, lat_rows;
 };
 
 struct Unit {
@@ -183,13 +170,14 @@ enum TraceEvent {
     EV_ENTRY, EV_P_G1_ISSUED, EV_P_G2_PRE, EV_P_G2_READY, EV_P_G2_ISSUED,
     EV_C_G1_FIRST, EV_C_G1_MAIN, EV_C_G1_PART, EV_C_G1_WAIT, EV_C_G1_RED,
     EV_C_G2_FIRST, EV_C_G2_MAIN, EV_C_G2_STORE, EV_EXIT,
-    EV_P_SETUP, EV_P_TMAP, EV_P_FIRST_TMA, EV_C_START, EV_P_G2_GATE, EV_SMID, TRACE_EVENTS
+    EV_P_SETUP, EV_P_TMAP, EV_P_FIRST_TMA, EV_C_START, EV_SMID, TRACE_EVENTS
 };
 #ifdef MLA_TRACE
 constexpr int TRACE_CTAS = 160;
 __device__ unsigned long long trace_buf[2][TRACE_CTAS][TRACE_EVENTS];
 __device__ __forceinline__ void trace_mark(const Params& p, int ev) {
-    unsigned long long t = hop::globaltimer_ns();
+    unsigned long long t;
+    asm volatile("mov.u64 %0, %%globaltimer;\n" : "=l"(t) :: "memory");
     if (ev == EV_SMID) asm volatile("{ .reg .u32 s; mov.u32 s, %%smid; cvt.u64.u32 %0, s; }\n" : "=l"(t));
     if (blockIdx.x < TRACE_CTAS) trace_buf[p.first > 0 && !p.fused][blockIdx.x][ev] = t;
 }
@@ -201,15 +189,11 @@ __device__ __forceinline__ void trace_mark(const Params& p, int ev) {
 using hop::pdl_launch_dependents;
 using hop::pdl_wait;
 
-// Store one fp32 fragment pair (row, col), (row, col+1) of the latent as two 16-bit elements (R even, col even),
-// into each of the p.lat_copies copies (lat_rows rows apart).
+// Store one fp32 fragment pair (row, col), (row, col+1) of the latent as two 16-bit elements (R even, col even).
 template <typename T>
 __device__ __forceinline__ void store_latent2(T* lat, const Params& p, int row, int col, float a, float b) {
-    if (row < p.M && col < p.R) {
-        const uint32_t v = kv::pack2<T>(a, b);
-        for (int c = 0; c < p.lat_copies; ++c)
-            *reinterpret_cast<uint32_t*>(lat + (size_t(c) * p.lat_rows + row) * p.R + col) = v;
-    }
+    if (row < p.M && col < p.R)
+        *reinterpret_cast<uint32_t*>(lat + size_t(row) * p.R + col) = kv::pack2<T>(a, b);
 }
 
 // Store element e (= j * 256 + c: consumer thread c's fragment group j) of a GEMM1 tile's fp32 partial layout: the
@@ -340,7 +324,7 @@ mla_tc_kernel(const __grid_constant__ CUtensorMap tm_hidden, const __grid_consta
                 } else {
                     tb = w.nt < p.nt2_v ? &tm_wk : &tm_wv;
                     bx = (w.nt < p.nt2_v ? w.nt : w.nt - p.nt2_v) * BN;
-                    if (p.prefetch2 == 1 && !prefetched) {  // all of this CTA's GEMM2 B tiles -> L2 while GEMM1 runs
+                    if (p.prefetch2 && !prefetched) {  // all of this CTA's GEMM2 B tiles -> L2 while GEMM1 runs
                         for (int u2 = u; u2 < p.last; u2 += gridDim.x) {
                             const Unit w2 = decode_unit(u2, p);
                             const CUtensorMap* tb2 = w2.nt < p.nt2_v ? &tm_wk : &tm_wv;
@@ -363,34 +347,6 @@ mla_tc_kernel(const __grid_constant__ CUtensorMap tm_hidden, const __grid_consta
                             for (int b = 0; b < TBN / 64; ++b)
                                 hop::tma_load_2d(bs + b * B_BOX_BYTES, tb, bx + 64 * b, (k0 + j) * BK, &full[s]);
                         }
-                    }
-                    if (p.prefetch2 == 2 && !prefetched) {
-                        if (p.g1_main) {  // prefetch once GEMM1's loads are in, not against them
-                            const unsigned long long t0 = hop::globaltimer_ns();
-                            while (ld_acquire(p.g1_main) < p.g1_target && hop::globaltimer_ns() - t0 < 200000)
-                                __nanosleep(128);
-                            if (atomicAdd(p.g2_seen, 1) == int(gridDim.x) - 1) {  // the last: reset for the next call
-                                *p.g2_seen = 0;
-                                *p.g1_main = 0;
-                            }
-                        }
-                        MLA_MARK(EV_P_G2_GATE);
-                        for (int u2 = u; u2 < p.last; u2 += gridDim.x) {
-                            const Unit w2 = decode_unit(u2, p);
-                            const CUtensorMap* tb2 = w2.nt < p.nt2_v ? &tm_wk : &tm_wv;
-                            const int bx2 = (w2.nt < p.nt2_v ? w2.nt : w2.nt - p.nt2_v) * BN;
-                            for (int k = u2 == u ? k0 + pre : 0; k < p.ksteps2; ++k)
-                                for (int b = 0; b < BN / 64; ++b) hop::tma_prefetch_2d(tb2, bx2 + 64 * b, k * BK);
-                        }
-                        const int late = p.late0 + int(blockIdx.x);
-                        if (p.late0 > 0 && late < int(gridDim.x) && p.first + late < p.last) {
-                            const Unit w2 = decode_unit(p.first + late, p);
-                            const CUtensorMap* tb2 = w2.nt < p.nt2_v ? &tm_wk : &tm_wv;
-                            const int bx2 = (w2.nt < p.nt2_v ? w2.nt : w2.nt - p.nt2_v) * BN;
-                            for (int k = 0; k < p.ksteps2; ++k)
-                                for (int b = 0; b < BN / 64; ++b) hop::tma_prefetch_2d(tb2, bx2 + 64 * b, k * BK);
-                        }
-                        prefetched = true;
                     }
                     MLA_MARK(EV_P_G2_PRE);
                     if (p.pdl_wait && !waited) {
@@ -418,8 +374,7 @@ mla_tc_kernel(const __grid_constant__ CUtensorMap tm_hidden, const __grid_consta
                         for (int b = 0; b < TBN / 64; ++b)
                             hop::tma_load_2d(bs + b * B_BOX_BYTES, tb, bx + 64 * b, k * BK, &full[s]);
                     }
-                    const int arow = w.mt * BM + (w.gemm == 2 ? (int(blockIdx.x) % p.lat_copies) * p.lat_rows : 0);
-                    hop::tma_load_2d(smem + C::SMEM_A + s * A_BYTES, ta, k * BK, arow, &full[s]);
+                    hop::tma_load_2d(smem + C::SMEM_A + s * A_BYTES, ta, k * BK, w.mt * BM, &full[s]);
                     if (it == 0) MLA_MARK(EV_P_FIRST_TMA);
                 }
                 if (w.gemm == 1) MLA_MARK(EV_P_G1_ISSUED); else MLA_MARK(EV_P_G2_ISSUED);
@@ -476,7 +431,6 @@ mla_tc_kernel(const __grid_constant__ CUtensorMap tm_hidden, const __grid_consta
                 for (int i = 0; i < WN / 2; ++i) acc[i] = 0.f;
             }
             if (ct == 0) { if (w.gemm == 1) MLA_MARK(EV_C_G1_MAIN); else MLA_MARK(EV_C_G2_MAIN); }
-            if (w.gemm == 1 && p.g1_main && ct == 0) atomicAdd(p.g1_main, 1);  // the gate of prefetch2 == 2
             const int row0 = w.mt * BM + wrow + r_in;  // fragment rows row0 and row0 + 8
             const int col0 = w.nt * TBN + wcol + 2 * q;  // fragment columns col0 + 8j, + 1
 
@@ -588,14 +542,14 @@ struct Maps {
 };
 
 // BM1: GEMM1's tile height (the hidden box), BM2: GEMM2's (the latent box); two_stage's GEMM1 may use 64-row
-// tiles under 128-row GEMM2 tiles. lat_rows: the latent buffer's rows (M, or copies x Params::lat_rows).
+// tiles under 128-row GEMM2 tiles.
 template <typename T, int BM1, int BM2>
 inline Maps make_maps(const void* h, const void* wd, const void* wk, const void* wv, const void* lat, void* out, int M,
-                      int D, int R, int N, int64_t lat_rows = -1) {
+                      int D, int R, int N) {
     Maps m;
     m.hidden = hop::make_tmap_2d<T>(h, M, D, D, BM1, BK);
     m.wdown = hop::make_tmap_2d<T>(wd, D, R, R, BK, 64);
-    m.latent = hop::make_tmap_2d<T>(lat, lat_rows < 0 ? M : lat_rows, R, R, BM2, BK);
+    m.latent = hop::make_tmap_2d<T>(lat, M, R, R, BM2, BK);
     m.wk = hop::make_tmap_2d<T>(wk, R, N, N, BK, 64);
     m.wv = hop::make_tmap_2d<T>(wv, R, N, N, BK, 64);
     m.out = hop::make_tmap_2d<T>(out, M, 2 * int64_t(N), 2 * int64_t(N), 64, 64);
@@ -620,8 +574,6 @@ inline Params make_params(int BM, int bn1, int M, int D, int R, int N, int split
     p.units1 = p.n_mt * p.n_nt1 * p.splits;
     p.units2 = p.n_mt * p.n_nt2;
     p.group_mt = p.n_mt;
-    p.lat_copies = 1;
-    p.lat_rows = M;
     return p;
 }
 

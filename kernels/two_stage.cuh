@@ -36,29 +36,6 @@ static_assert(MLA_GEMM1_BM64 == 0 || MLA_GEMM1_BM64 == 1, "MLA_GEMM1_BM64: 0 or 
 #endif
 static_assert(MLA_G1_CLUSTER == -1 || MLA_G1_CLUSTER == 0 || MLA_G1_CLUSTER == 8 || MLA_G1_CLUSTER == 16,
               "MLA_G1_CLUSTER: -1, 0, 8 or 16");
-// M > 128 with 64 x 128 GEMM1 tiles (gemm1_rows64: the 512-token shapes, 4 k-splits a tile at DeepSeek-V3 512):
-// 1 = those splits as one cluster a tile, reduced through distributed shared memory like decode's; 0 (default) =
-// through L2 (fp32 partials, a counter wait, read-back). A probe axis (NOTES 2026-12-04).
-#ifndef MLA_G1_CLUSTER_MID
-#define MLA_G1_CLUSTER_MID 0
-#endif
-static_assert(MLA_G1_CLUSTER_MID == 0 || MLA_G1_CLUSTER_MID == 1, "MLA_G1_CLUSTER_MID: 0 or 1");
-// Decode GEMM2: the w_up boxes beyond a CTA's pre-filled stages prefetched into L2 before it waits for the latent
-// (mla_tc.cuh, Params::prefetch2 == 2). 0 (default): none. 1: at once, while GEMM1 still streams w_down. 2: once
-// every GEMM1 CTA's main loop is done (a counter), so the fills overlap GEMM1's cluster reduction, not its loads.
-// 3: as 2, and the CTAs that have an SM early also prefetch the whole tiles of those that enter only as GEMM1's
-// CTAs leave. A probe axis (NOTES 2026-12-04).
-#ifndef MLA_G2_PREFETCH
-#define MLA_G2_PREFETCH 0
-#endif
-static_assert(MLA_G2_PREFETCH >= 0 && MLA_G2_PREFETCH <= 3, "MLA_G2_PREFETCH: 0 to 3");
-// Decode: the latent written this many times (mla_tc.cuh, Params::lat_copies), GEMM2 CTA b reading copy b % copies:
-// the trace has all 128 GEMM2 CTAs load the same 8 KB latent box per k-step at once, ~0.65 us a k-step even where
-// their w_up stage is already in shared memory. A probe axis (NOTES 2026-12-04); 1 = one copy (before).
-#ifndef MLA_G2_LATENT_COPIES
-#define MLA_G2_LATENT_COPIES 1
-#endif
-static_assert(MLA_G2_LATENT_COPIES >= 1 && MLA_G2_LATENT_COPIES <= 32, "MLA_G2_LATENT_COPIES: 1 to 32");
 
 namespace {
 
@@ -300,23 +277,14 @@ void launch_two_stage_tc(const torch::Tensor& hidden, const torch::Tensor& w_dow
     const int tiles1 = p.n_mt * p.n_nt1;
     // Decode (64-row GEMM2 tiles): GEMM1's k-splits in clusters when g1_cluster_size says so, one cluster a tile,
     // one k-split a CTA (the last ones may be empty).
-    int cluster = BM == 64 ? g1_cluster_size<T>(D, tiles1, std::min(q2.units2, sms), dev, sms) : 0;
-    if (MLA_G1_CLUSTER_MID && BM == 128 && BM1 == 64 && BN1 == 128 && p.splits >= 2 && p.splits <= 16 &&
-        mla::cluster_fits<T, 64, 128>(dev, p.splits))
-        cluster = p.splits;
+    const int cluster = BM == 64 ? g1_cluster_size<T>(D, tiles1, std::min(q2.units2, sms), dev, sms) : 0;
     if (cluster > 1) {
         p.splits = cluster;
         p.kps1 = kv::cdiv(p.ksteps1, cluster);
         p.units1 = tiles1 * cluster;
         p.cl_red = 1;
     }
-    const int copies = BM == 64 ? MLA_G2_LATENT_COPIES : 1;
-    if (copies > 1) {
-        p.lat_copies = copies;
-        p.lat_rows = kv::cdiv(M, BM) * BM;
-    }
-    const int64_t lat_rows = int64_t(p.lat_copies) * p.lat_rows;
-    auto latent = torch::empty({lat_rows, int64_t(R)}, hidden.options());
+    auto latent = torch::empty({int64_t(M), int64_t(R)}, hidden.options());
     torch::Tensor ws;
     if (p.splits > 1 && !p.cl_red) {
         ws = torch::empty({int64_t(tiles1) * p.splits * C::PART_F4 * 4}, hidden.options().dtype(torch::kFloat32));
@@ -326,15 +294,13 @@ void launch_two_stage_tc(const torch::Tensor& hidden, const torch::Tensor& w_dow
     p.latent = latent.data_ptr();
     const mla::Maps maps = mla::make_maps<T, BM1, BM>(hidden.data_ptr(), w_down.data_ptr(), w_up_k.data_ptr(),
                                                       w_up_v.data_ptr(), latent.data_ptr(), out.data_ptr(), M, D, R,
-                                                      N, lat_rows);
-    const int g1_ctas = p.cl_red ? p.units1 : std::min(p.units1, sms);
-    if (BM == 64 && MLA_G2_PREFETCH >= 2)  // the prefetch gate: the buffer's last two counters (split_cnt: the first)
-        p.g1_main = mla::counters(dev, 4096, stream) + 4094;
+                                                      N);
     mla::set_smem_attr<T, BM1, BN1>(dev);
     mla::Params p1 = p;
     p1.first = 0;
     p1.last = p.units1;
-    mla::launch<T, BM1, BN1>(maps, p1, g1_ctas, false, stream, p.cl_red ? cluster : 1);
+    mla::launch<T, BM1, BN1>(maps, p1, p.cl_red ? p.units1 : std::min(p.units1, sms), false, stream,
+                             p.cl_red ? cluster : 1);
     if constexpr (PINGPONG && BM == 128) {
         const mla_pp::Params q = mla_pp::make_params(M, R, N);
         mla_pp::set_smem_attr<T>(dev);
@@ -343,20 +309,10 @@ void launch_two_stage_tc(const torch::Tensor& hidden, const torch::Tensor& w_dow
         mla::set_smem_attr<T, BM>(dev);
         mla::Params p2 = q2;
         p2.latent = latent.data_ptr();
-        p2.lat_copies = p.lat_copies;
-        p2.lat_rows = p.lat_rows;
         p2.first = q2.units1;
         p2.last = q2.units1 + q2.units2;
         p2.pdl_wait = 1;
-        const int grid2 = std::min(q2.units2, sms);
-        if (BM == 64 && MLA_G2_PREFETCH > 0) {
-            p2.prefetch2 = 2;
-            p2.g1_main = p.g1_main;
-            p2.g2_seen = p.g1_main ? p.g1_main + 1 : nullptr;
-            p2.g1_target = p.units1;
-            if (MLA_G2_PREFETCH == 3 && sms - g1_ctas < grid2) p2.late0 = std::max(1, sms - g1_ctas);
-        }
-        mla::launch<T, BM>(maps, p2, grid2, true, stream);
+        mla::launch<T, BM>(maps, p2, std::min(q2.units2, sms), true, stream);
     }
 }
 

@@ -22,7 +22,7 @@ from harness.shapes import parse_one  # noqa: E402
 EVENTS = ("entry", "P g1 issued", "P g2 B pre-issued", "P g2 latent ready", "P g2 issued",
           "C g1 first data", "C g1 main done", "C g1 partial stored", "C g1 split wait done", "C g1 reduced",
           "C g2 first data", "C g2 main done", "C g2 store issued", "C exit",
-          "P barriers set", "P tensormaps prefetched", "P first TMA issued", "C start", "P g2 prefetch gate")
+          "P barriers set", "P tensormaps prefetched", "P first TMA issued", "C start")
 SMID = len(EVENTS)  # mla::EV_SMID
 TRACE_CTAS, TRACE_EVENTS = 160, len(EVENTS) + 1
 

@@ -67,7 +67,7 @@ def test_event_names_follow_the_kernels_enum():
         "EV_C_G1_WAIT": "C g1 split wait done", "EV_C_G1_RED": "C g1 reduced", "EV_C_G2_FIRST": "C g2 first data",
         "EV_C_G2_MAIN": "C g2 main done", "EV_C_G2_STORE": "C g2 store issued", "EV_EXIT": "C exit",
         "EV_P_SETUP": "P barriers set", "EV_P_TMAP": "P tensormaps prefetched",
-        "EV_P_FIRST_TMA": "P first TMA issued", "EV_C_START": "C start", "EV_P_G2_GATE": "P g2 prefetch gate"}
+        "EV_P_FIRST_TMA": "P first TMA issued", "EV_C_START": "C start"}
 
 
 def test_traced_build_adds_the_trace_define_the_reader_and_the_knobs():
