@@ -48,16 +48,30 @@ def traced_extension(spec, defines=()):
                                  plain.ldflags, plain.include_dirs, plain.header_libraries)
 
 
-def one_run(mod, args, flush):
-    mod.mla_trace_read()  # zero the stamps
+CACHE_STATES = ("cold", "warm-code", "hot")
+
+
+def one_run(mod, args, flush, cache="cold", other_args=None, traced=True):
+    """One traced call. cold: L2 flushed (data and code, as run_bench.py times). warm-code: flushed, then one call of
+    the same shape on other tensors, so the kernels' code (and whatever else does not depend on the inputs) is in L2
+    while this call's inputs are not; its output is kept alive so this call writes other lines. hot: no flush."""
+    if traced:
+        mod.mla_trace_read()  # zero the stamps
     torch.cuda._sleep(2_000_000)  # the GPU waits while the host queues flush, events and call: no launch gap timed
-    flush.sum()
+    keep = None
+    if cache != "hot":
+        flush.sum()
+    if cache == "warm-code":
+        keep = mod.forward(*other_args)
+        if traced:
+            mod.mla_trace_read()  # that call's stamps are not this run's
     a, b = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
     a.record()
     mod.forward(*args)
     b.record()
     torch.cuda.synchronize()
-    return mod.mla_trace_read().numpy(), a.elapsed_time(b) * 1e3
+    del keep
+    return (mod.mla_trace_read().numpy() if traced else None), a.elapsed_time(b) * 1e3
 
 
 def summarize(runs):
@@ -81,6 +95,19 @@ def resolution_ns(runs):
     return min(diffs) if diffs else 0
 
 
+def report(name, defines, shape, dt, cache, runs):
+    """Print one traced configuration's per-event table; return its JSON record."""
+    ev_us = sorted(r[1] for r in runs)[len(runs) // 2]
+    s = summarize(runs)
+    print(f"\n{name} {' '.join(defines)}  {shape.label()}/{shape.tokens}  {dt}: event-timed call "
+          f"{ev_us:.2f} µs (median of {len(runs)} {cache} runs), timer step {resolution_ns(runs)} ns")
+    print(f"  {'launch':6s} {'event':22s} {'CTAs':>5s} {'first':>8s} {'median':>8s} {'last':>8s}")
+    for (launch, ev), (lo, mid, hi, n) in sorted(s.items(), key=lambda kv: (kv[0][0], kv[1][1])):
+        print(f"  {launch:<6d} {EVENTS[ev]:22s} {n:5d} {lo:8.2f} {mid:8.2f} {hi:8.2f}")
+    return {"variant": name, "defines": list(defines), "shape": f"{shape.label()}/{shape.tokens}", "dtype": dt,
+            "cache": cache, "event_timed_us": ev_us, "events": list(EVENTS), "stamps_ns": [r[0].tolist() for r in runs]}
+
+
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("variants")
@@ -90,7 +117,11 @@ def main(argv=None):
     ap.add_argument("--json")
     ap.add_argument("--define", action="append", default=[], metavar="NAME=VALUE",
                     help="a -D define for every traced build (a knob of the kernel, e.g. MLA_DECODE_BN1=128)")
+    ap.add_argument("--cache", default="cold", help="comma list of " + ", ".join(CACHE_STATES) + " (see one_run)")
     a = ap.parse_args(argv)
+    caches = a.cache.split(",")
+    if any(c not in CACHE_STATES for c in caches):
+        ap.error(f"--cache takes {', '.join(CACHE_STATES)}, got {a.cache}")
     root = Path(__file__).resolve().parent.parent
     specs = [discover.load_variant(root / "kernels" / f"{n}.cu") for n in a.variants.split(",")]
     exts = {s.name: traced_extension(s, tuple(a.define)) for s in specs}
@@ -109,19 +140,12 @@ def main(argv=None):
             for dt in a.dtypes.split(","):
                 inp = make_inputs(shape, DTYPES[dt], seed=1)
                 args = (*inp.tensors(), shape.heads)
-                for _ in range(2):
-                    one_run(mod, args, flush)  # warm-up: build-time allocations, counters
-                runs = [one_run(mod, args, flush) for _ in range(a.runs)]
-                ev_us = sorted(r[1] for r in runs)[len(runs) // 2]
-                s = summarize(runs)
-                print(f"\n{spec.name} {' '.join(a.define)}  {shape.label()}/{shape.tokens}  {dt}: event-timed call "
-                      f"{ev_us:.2f} µs (median of {a.runs} cold runs), timer step {resolution_ns(runs)} ns")
-                print(f"  {'launch':6s} {'event':22s} {'CTAs':>5s} {'first':>8s} {'median':>8s} {'last':>8s}")
-                for (launch, ev), (lo, mid, hi, n) in sorted(s.items(), key=lambda kv: (kv[0][0], kv[1][1])):
-                    print(f"  {launch:<6d} {EVENTS[ev]:22s} {n:5d} {lo:8.2f} {mid:8.2f} {hi:8.2f}")
-                record.append({"variant": spec.name, "defines": a.define, "shape": f"{shape.label()}/{shape.tokens}", "dtype": dt,
-                               "event_timed_us": ev_us, "events": list(EVENTS),
-                               "stamps_ns": [r[0].tolist() for r in runs]})
+                other = (*make_inputs(shape, DTYPES[dt], seed=2).tensors(), shape.heads) if "warm-code" in caches else None
+                for cache in caches:
+                    for _ in range(2):
+                        one_run(mod, args, flush, cache, other)  # warm-up: build-time allocations, counters
+                    runs = [one_run(mod, args, flush, cache, other) for _ in range(a.runs)]
+                    record.append(report(spec.name, a.define, shape, dt, cache, runs))
     if a.json:
         env = {"gpu": torch.cuda.get_device_name(0), "torch": torch.__version__}
         Path(a.json).write_text(json.dumps({"env": env, "traces": record}))

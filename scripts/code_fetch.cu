@@ -1,0 +1,44 @@
+// Cold instruction fetch, measured alone (scripts/code_fetch.py): a grid whose every warp runs N straight-line
+// FFMAs (8 independent chains, so issue, not latency, paces a hot run; N / 8 unrolled steps with distinct
+// constants, so no two steps share code: about 16 bytes of code per FFMA). PREFETCH: before the chain each thread
+// issues prefetch.global.L2 for its share of the 128-byte lines from the kernel's own entry address onwards, the
+// question being whether a kernel can pull its code into L2 ahead of its instruction fetches.
+#include <cuda_runtime.h>
+#include <torch/extension.h>
+#include <c10/cuda/CUDAStream.h>
+
+template <int N, bool PREFETCH>
+__global__ void straight_line(float* out, float seed) {
+    if constexpr (PREFETCH) {
+        const char* entry = reinterpret_cast<const char*>(&straight_line<N, PREFETCH>);
+        constexpr int LINES = (N * 16 + 4096) / 128;
+        for (int l = threadIdx.x; l < LINES; l += blockDim.x)
+            asm volatile("prefetch.global.L2 [%0];" ::"l"(entry + 128 * size_t(l)));
+    }
+    float x[8];
+#pragma unroll
+    for (int j = 0; j < 8; ++j) x[j] = seed + float(threadIdx.x + j);
+#pragma unroll
+    for (int i = 0; i < N / 8; ++i) {
+#pragma unroll
+        for (int j = 0; j < 8; ++j) x[j] = fmaf(x[j], 1.0f + float(i * 8 + j) * 1e-7f, float(i * 8 + j) * 1e-6f);
+    }
+    float s = 0.f;
+#pragma unroll
+    for (int j = 0; j < 8; ++j) s += x[j];
+    if (s == 12345.678f) out[blockIdx.x * blockDim.x + threadIdx.x] = s;  // never true: keeps the chain live
+}
+
+template <int N, bool P>
+static void launch(torch::Tensor out, int64_t blocks) {
+    straight_line<N, P><<<unsigned(blocks), 128, 0, at::cuda::getCurrentCUDAStream()>>>(out.data_ptr<float>(), 1.0f);
+    C10_CUDA_KERNEL_LAUNCH_CHECK();
+}
+
+void code_fetch(torch::Tensor out, int64_t instructions, int64_t prefetch, int64_t blocks) {
+    TORCH_CHECK(out.is_cuda() && out.dtype() == torch::kFloat32 && out.numel() >= blocks * 128, "out: cuda float32, >= blocks * 128");
+    if (instructions == 1024) prefetch ? launch<1024, true>(out, blocks) : launch<1024, false>(out, blocks);
+    else if (instructions == 4096) prefetch ? launch<4096, true>(out, blocks) : launch<4096, false>(out, blocks);
+    else if (instructions == 8192) prefetch ? launch<8192, true>(out, blocks) : launch<8192, false>(out, blocks);
+    else TORCH_CHECK(false, "instructions: 1024, 4096 or 8192");
+}
