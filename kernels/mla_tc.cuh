@@ -282,6 +282,9 @@ mla_tc_kernel(const __grid_constant__ CUtensorMap tm_hidden, const __grid_consta
     const int tid = threadIdx.x;
     const int wg = tid / 128;
 
+    if (KV_CODE_PREFETCH && wg == 0 && tid >= 32)  // the producer warpgroup's three idle warps
+        kv::prefetch_code_l2(reinterpret_cast<const void*>(&mla_tc_kernel<T, BM_, BN_>),
+                             int(blockIdx.x) * 96 + tid - 32, int(gridDim.x) * 96);
     if (tid == 0) {
         MLA_MARK(EV_ENTRY);
         MLA_MARK(EV_SMID);
