@@ -1,73 +1,150 @@
-"""How much of a call's time is the L2 state of its code rather than of its data: GPU event time of CUDA
-variants (the untraced builds run_bench.py times) under trace_tc's three cache states, cold (L2 flushed, as
-run_bench.py times), warm-code (flushed, then one call on other tensors of the same shape) and hot (no flush),
-median over runs, with the empty kernel under the same states. A profiling aid, not a measurement of record.
-    python3 scripts/cache_states.py two_stage,fused_tiled bfloat16 deepseek-v3:64 seed --runs 21
+"""How much of a cold-timed call is the L2 state of its code rather than of its data: GPU time of CUDA variants
+(the untraced builds run_bench.py times) and of the empty kernel, measured as the harness measures (blocked
+events, its stopping rule) in three cache states:
+  cold       the L2 flushed by a read pass before each call, as run_bench.py times: code and data from DRAM;
+  warm-code  flushed, then one call of the same code on other inputs, then the timed call: the code (and what
+             does not depend on the inputs) is in L2, this call's inputs are not;
+  hot        nothing flushed.
+A profiling aid, not a measurement of record (run_bench.py times the rows that count).
+    python3 scripts/cache_states.py two_stage,fused_tiled bfloat16 deepseek-v3:64 seed --json cs.json
 """
+from __future__ import annotations
+
 import argparse
+import json
 import sys
+from collections.abc import Callable
 from pathlib import Path
 
-import torch
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-from harness import baselines, build, discover, runner  # noqa: E402
-from harness.problem import DTYPES, make_inputs  # noqa: E402
-from harness.shapes import parse_one  # noqa: E402
-from trace_tc import CACHE_STATES, one_run  # noqa: E402
+STATES = ("cold", "warm-code", "hot")
 
 
-class _Empty:
-    """The harness's empty kernel behind the forward(*args) call one_run makes."""
-    def __init__(self, mod):
-        self.mod = mod
+class WarmCodeFlush:
+    """The flush of the warm-code state: the L2 flushed, then one call of the same code on other inputs."""
+    mode = "read+warm-code"
 
-    def forward(self, *args):
-        self.mod.empty_launch()
+    def __init__(self, l2: Callable[[], object], warm_call: Callable[[], object]):
+        self.l2, self.warm_call = l2, warm_call
 
-
-def median_us(mod, args, flush, cache, other, runs):
-    for _ in range(2):
-        one_run(mod, args, flush, cache, other, traced=False)
-    return sorted(one_run(mod, args, flush, cache, other, traced=False)[1] for _ in range(runs))[runs // 2]
+    def __call__(self) -> None:
+        self.l2()
+        self.warm_call()
 
 
-def main(argv=None):
+def flush_for(state: str, l2, warm_call):
+    """What GpuTime runs before each timed call in `state` (None: nothing)."""
+    if state == "cold":
+        return l2
+    if state == "warm-code":
+        return WarmCodeFlush(l2, warm_call)
+    if state == "hot":
+        return None
+    raise ValueError(f"cache state must be one of {', '.join(STATES)}, got {state!r}")
+
+
+def measure_states(helper, call, warm_call, l2, budget_s: float, states=STATES) -> dict[str, dict]:
+    """{state: {median_us, iqr_us, n, method}} of `call` (warm_call: the same code on other inputs)."""
+    from harness import stats, timing
+    rule = stats.StoppingRule(budget_s=budget_s)
+    out = {}
+    for state in states:
+        kind = timing.GpuTime(helper, flush_for(state, l2, warm_call))
+        timing.warm_up(call)
+        kind.warm_up(call)
+        m = timing.measure(kind, call, rule)
+        kind.close()
+        out[state] = {"median_us": stats.median(m.samples_us), "iqr_us": stats.iqr(m.samples_us),
+                      "n": len(m.samples_us), "method": m.method}
+    return out
+
+
+def render(rows: list[dict]) -> str:
+    """One line per row: the median in each state, and what warm code and hot data take off the cold time."""
+    lines = [f"{'row':<34} {'dtype':<9} " + " ".join(f"{s:>10}" for s in STATES)
+             + f" {'code':>7} {'data':>7}   (GPU µs, medians; code = cold - warm-code, data = warm-code - hot)"]
+    for r in rows:
+        t = {s: r["states"][s]["median_us"] for s in STATES}
+        lines.append(f"{r['row']:<34} {r['dtype']:<9} " + " ".join(f"{t[s]:10.2f}" for s in STATES)
+                     + f" {t['cold'] - t['warm-code']:7.2f} {t['warm-code'] - t['hot']:7.2f}")
+    return "\n".join(lines)
+
+
+def parse(argv: list[str]) -> argparse.Namespace:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("variants")
-    ap.add_argument("dtypes")
-    ap.add_argument("shapes", nargs="+")
-    ap.add_argument("--runs", type=int, default=21)
-    a = ap.parse_args(argv)
-    root = Path(__file__).resolve().parent.parent
-    specs = [discover.load_variant(root / "kernels" / f"{n}.cu") for n in a.variants.split(",")]
+    ap.add_argument("variants", help="comma list of CUDA variants in kernels/")
+    ap.add_argument("dtypes", help="comma list: float32, bfloat16, float16")
+    ap.add_argument("shapes", nargs="+", help="shapes as run_bench.py's --shape takes one (deepseek-v3:64, seed)")
+    ap.add_argument("--budget", type=float, default=0.3, help="seconds of sampling per row and state")
+    ap.add_argument("--json")
+    args = ap.parse_args(argv)
+    from harness.problem import DTYPES
+    from harness.errors import UsageError
+    from harness.shapes import parse_one
+    for dt in args.dtypes.split(","):
+        if dt not in DTYPES:
+            ap.error(f"unknown dtype {dt!r}: {', '.join(DTYPES)}")
+    for text in args.shapes:
+        try:
+            parse_one(text)
+        except UsageError as exc:
+            ap.error(str(exc))
+    for name in args.variants.split(","):
+        if not (ROOT / "kernels" / f"{name}.cu").is_file():
+            ap.error(f"no CUDA variant kernels/{name}.cu")
+    return args
+
+
+def main(argv: list[str]) -> int:
+    args = parse(argv)
+    import torch
+
+    from harness import baselines, build, discover, env, runner, timing
+    from harness.problem import DTYPES, make_inputs
+    from harness.shapes import parse_one
+
+    specs = [discover.load_variant(ROOT / "kernels" / f"{n}.cu") for n in args.variants.split(",")]
     exts = {s.name: runner.variant_extension(s) for s in specs}
-    helper = runner.timing_extension()
-    built = build.build_all([helper, *exts.values()])
-    flush = torch.empty(int(2 * torch.cuda.get_device_properties(0).L2_cache_size // 4) + 1, device="cuda")
-    flush.fill_(1.0)
-    hb = built[helper.name]
-    empty = _Empty(baselines.import_extension(hb.so_path, hb.module_name))
-    print(f"{'row':28s} {'dtype':9s} " + " ".join(f"{c:>10s}" for c in CACHE_STATES) + "   (GPU µs, median)")
-    print(f"{'empty kernel':28s} {'-':9s} " + " ".join(
-        f"{median_us(empty, (), flush, c, (), a.runs):10.2f}" for c in CACHE_STATES))
+    built = build.build_all([runner.timing_extension(), *exts.values()])
+    failed = [r.name for r in built.values() if not r.ok]
+    if failed:
+        print(f"cache_states: build FAILED: {', '.join(failed)}", file=sys.stderr)
+        return 4
+    if not torch.cuda.is_available():
+        print("cache_states: no CUDA device: its extensions are built, nothing is timed", file=sys.stderr)
+        return 3
+    helper = baselines.import_extension(built["timing_kernels"].so_path, built["timing_kernels"].module_name)
+    helper.reset_persisting_l2()
+    l2 = timing.L2Flush("read")
+    rows = [{"row": "empty-kernel", "dtype": "-",
+             "states": measure_states(helper, helper.empty_launch, helper.empty_launch, l2, args.budget)}]
     for spec in specs:
-        b = built[exts[spec.name].name]
-        if not b.ok:
-            print(f"{spec.name}: BUILD FAILED {b.message}")
-            return 1
-        mod = baselines.import_extension(b.so_path, b.module_name)
-        for text in a.shapes:
+        mod = baselines.import_extension(built[exts[spec.name].name].so_path, built[exts[spec.name].name].module_name)
+        for text in args.shapes:
             shape = parse_one(text)
-            for dt in a.dtypes.split(","):
-                args = (*make_inputs(shape, DTYPES[dt], seed=1).tensors(), shape.heads)
-                other = (*make_inputs(shape, DTYPES[dt], seed=2).tensors(), shape.heads)
-                label = f"{spec.name} {shape.label()}/{shape.tokens}"
-                print(f"{label:28s} {dt:9s} " + " ".join(
-                    f"{median_us(mod, args, flush, c, other, a.runs):10.2f}" for c in CACHE_STATES))
+            for dt in args.dtypes.split(","):
+                if dt not in spec.dtypes:
+                    continue
+                a = make_inputs(shape, DTYPES[dt], seed=1).tensors()
+                b = make_inputs(shape, DTYPES[dt], seed=2).tensors()
+                kept = []  # the warm call's outputs stay alive: the timed call writes other lines
+
+                def warm(b=b, kept=kept):
+                    kept[:] = [mod.forward(*b, shape.heads)]
+
+                rows.append({"row": f"{spec.name} {shape.label()}/{shape.tokens}", "dtype": dt,
+                             "states": measure_states(helper, lambda a=a: mod.forward(*a, shape.heads), warm, l2,
+                                                      args.budget)})
+                print(render(rows[-1:]).splitlines()[1], flush=True)
+    print(render(rows))
+    if args.json:
+        Path(args.json).write_text(json.dumps({"env": env.describe(), "method": "blocked events; cold: L2 flush "
+                                               "(read) before each call; warm-code: the flush, then one call on "
+                                               "other inputs; hot: none", "args": vars(args), "rows": rows}, indent=1))
     return 0
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(main(sys.argv[1:]))

@@ -1,62 +1,74 @@
-"""Cold instruction fetch, measured alone: GPU event time of straight-line kernels of 1k / 4k / 8k FFMAs
-(scripts/code_fetch.cu; ≈ 16 bytes of code each) on 1 and 132 blocks, under trace_tc's cache states (cold: L2
-flushed, so the code comes from DRAM; warm-code: flushed, then one launch of the same kernel; hot), with and
-without the kernel prefetching its own code into L2 from its entry address. The question: how much of a
-cold-timed row is the fetch of its instructions, and whether a kernel can take that off its critical path.
-    python3 scripts/code_fetch.py --runs 21
+"""Cold instruction fetch, measured alone: GPU time of straight-line kernels of 1k / 4k / 8k FFMAs
+(scripts/code_fetch.cu; 16 bytes of code each) on 1 and 132 blocks, in scripts/cache_states.py's three cache
+states (cold: L2 flushed, so the code comes from DRAM; warm-code: flushed, then one launch of the same kernel;
+hot), with and without the kernel first hinting its own code into L2 from its entry address. The questions: how
+much of a cold-timed row is the fetch of its instructions, and can a kernel take that off its critical path
+(the KV_CODE_PREFETCH knob of kernels/kv_common.cuh)?
+    python3 scripts/code_fetch.py --json code-fetch.json
 """
+from __future__ import annotations
+
 import argparse
+import json
 import sys
 from pathlib import Path
 
-import torch
-
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-from harness import baselines, build  # noqa: E402
-from trace_tc import CACHE_STATES, one_run  # noqa: E402
+import cache_states  # noqa: E402
 
 SOURCE = Path(__file__).resolve().parent / "code_fetch.cu"
+DECLS = "void code_fetch(torch::Tensor out, int64_t instructions, int64_t prefetch, int64_t blocks);\n"
+INSTRUCTIONS = (1024, 4096, 8192)
+BLOCKS = (1, 132)
 
 
-class Launch:
-    """forward(*args) for one_run: one launch of the chosen kernel."""
-    def __init__(self, mod, out, n, prefetch, blocks):
-        self.mod, self.out, self.n, self.prefetch, self.blocks = mod, out, n, prefetch, blocks
-
-    def forward(self, *args):
-        self.mod.code_fetch(self.out, self.n, self.prefetch, self.blocks)
+def extension():
+    from harness import build
+    return build.ExtensionSource("code_fetch", SOURCE.read_text(), DECLS, ("code_fetch",),
+                                 ("-gencode", "arch=compute_90a,code=sm_90a"))
 
 
-def main(argv=None):
+def cases():
+    """(label, instructions, prefetch, blocks), the prefetching form right after the plain one."""
+    return [(f"{n} FFMA x {b} blocks{' +prefetch' if p else ''}", n, p, b)
+            for n in INSTRUCTIONS for b in BLOCKS for p in (0, 1)]
+
+
+def main(argv: list[str]) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--runs", type=int, default=21)
-    a = ap.parse_args(argv)
-    ext = build.ExtensionSource("code_fetch", SOURCE.read_text(),
-                                "void code_fetch(torch::Tensor out, int64_t instructions, int64_t prefetch, int64_t blocks);\n",
-                                ("code_fetch",), ("-gencode", "arch=compute_90a,code=sm_90a"))
-    b = build.build_all([ext])["code_fetch"]
-    if not b.ok:
-        print("BUILD FAILED", b.message)
-        return 1
-    mod = baselines.import_extension(b.so_path, b.module_name)
-    flush = torch.empty(int(2 * torch.cuda.get_device_properties(0).L2_cache_size // 4) + 1, device="cuda")
-    flush.fill_(1.0)
-    out = torch.zeros(132 * 128, device="cuda")
-    print(f"{'FFMAs':>6s} {'blocks':>6s} {'prefetch':>8s} " + " ".join(f"{c:>10s}" for c in CACHE_STATES)
-          + "   (GPU µs, median)", flush=True)
-    for n in (1024, 4096, 8192):
-        for blocks in (1, 132):
-            for prefetch in (0, 1):
-                k = Launch(mod, out, n, prefetch, blocks)
-                cols = []
-                for cache in CACHE_STATES:
-                    for _ in range(2):
-                        one_run(k, (), flush, cache, (), traced=False)
-                    cols.append(sorted(one_run(k, (), flush, cache, (), traced=False)[1] for _ in range(a.runs))[a.runs // 2])
-                print(f"{n:6d} {blocks:6d} {prefetch:8d} " + " ".join(f"{c:10.2f}" for c in cols), flush=True)
+    ap.add_argument("--budget", type=float, default=0.3, help="seconds of sampling per case and state")
+    ap.add_argument("--json")
+    args = ap.parse_args(argv)
+    import torch
+
+    from harness import baselines, build, env, runner, timing
+    built = build.build_all([runner.timing_extension(), extension()])
+    failed = [r.name for r in built.values() if not r.ok]
+    if failed:
+        print(f"code_fetch: build FAILED: {', '.join(failed)}", file=sys.stderr)
+        return 4
+    if not torch.cuda.is_available():
+        print("code_fetch: no CUDA device: its kernels are built, nothing is timed", file=sys.stderr)
+        return 3
+    helper = baselines.import_extension(built["timing_kernels"].so_path, built["timing_kernels"].module_name)
+    mod = baselines.import_extension(built["code_fetch"].so_path, built["code_fetch"].module_name)
+    helper.reset_persisting_l2()
+    l2 = timing.L2Flush("read")
+    out = torch.zeros(max(BLOCKS) * 128, device="cuda")
+    rows = [{"row": "empty-kernel", "dtype": "-",
+             "states": cache_states.measure_states(helper, helper.empty_launch, helper.empty_launch, l2, args.budget)}]
+    for label, n, p, b in cases():
+        call = lambda n=n, p=p, b=b: mod.code_fetch(out, n, p, b)  # noqa: E731
+        rows.append({"row": label, "dtype": "-", "instructions": n, "prefetch": p, "blocks": b,
+                     "states": cache_states.measure_states(helper, call, call, l2, args.budget)})
+        print(cache_states.render(rows[-1:]).splitlines()[1], flush=True)
+    print(cache_states.render(rows))
+    if args.json:
+        Path(args.json).write_text(json.dumps({"env": env.describe(), "method": "blocked events; cold: L2 flush "
+                                               "(read) before each call; warm-code: the flush, then one launch of "
+                                               "the same kernel; hot: none", "rows": rows}, indent=1))
     return 0
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(main(sys.argv[1:]))

@@ -14,7 +14,9 @@ from pathlib import Path
 
 import torch
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+from cache_states import STATES as CACHE_STATES  # noqa: E402
 from harness import baselines, build, discover, runner  # noqa: E402
 from harness.problem import DTYPES, make_inputs  # noqa: E402
 from harness.shapes import parse_one  # noqa: E402
@@ -48,30 +50,25 @@ def traced_extension(spec, defines=()):
                                  plain.ldflags, plain.include_dirs, plain.header_libraries)
 
 
-CACHE_STATES = ("cold", "warm-code", "hot")
-
-
-def one_run(mod, args, flush, cache="cold", other_args=None, traced=True):
+def one_run(mod, args, flush, cache="cold", other_args=None):
     """One traced call. cold: L2 flushed (data and code, as run_bench.py times). warm-code: flushed, then one call of
     the same shape on other tensors, so the kernels' code (and whatever else does not depend on the inputs) is in L2
     while this call's inputs are not; its output is kept alive so this call writes other lines. hot: no flush."""
-    if traced:
-        mod.mla_trace_read()  # zero the stamps
+    mod.mla_trace_read()  # zero the stamps
     torch.cuda._sleep(2_000_000)  # the GPU waits while the host queues flush, events and call: no launch gap timed
     keep = None
     if cache != "hot":
         flush.sum()
     if cache == "warm-code":
         keep = mod.forward(*other_args)
-        if traced:
-            mod.mla_trace_read()  # that call's stamps are not this run's
+        mod.mla_trace_read()  # that call's stamps are not this run's
     a, b = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
     a.record()
     mod.forward(*args)
     b.record()
     torch.cuda.synchronize()
     del keep
-    return (mod.mla_trace_read().numpy() if traced else None), a.elapsed_time(b) * 1e3
+    return mod.mla_trace_read().numpy(), a.elapsed_time(b) * 1e3
 
 
 def summarize(runs):
