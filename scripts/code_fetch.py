@@ -17,14 +17,16 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import cache_states  # noqa: E402
 
 SOURCE = Path(__file__).resolve().parent / "code_fetch.cu"
-DECLS = "void code_fetch(torch::Tensor out, int64_t instructions, int64_t prefetch, int64_t blocks);\n"
+DECLS = ("void code_fetch(torch::Tensor out, int64_t instructions, int64_t prefetch, int64_t blocks);\n"
+         "torch::Tensor read_entry();\n")
+FIRST_INSTRUCTION = 0x00000A00FF017B82  # LDC R1, c[0x0][0x28]: how every kernel of code_fetch.cu begins
 INSTRUCTIONS = (1024, 4096, 8192)
 BLOCKS = (1, 132)
 
 
 def extension():
     from harness import build
-    return build.ExtensionSource("code_fetch", SOURCE.read_text(), DECLS, ("code_fetch",),
+    return build.ExtensionSource("code_fetch", SOURCE.read_text(), DECLS, ("code_fetch", "read_entry"),
                                  ("-gencode", "arch=compute_90a,code=sm_90a"))
 
 
@@ -38,6 +40,9 @@ def main(argv: list[str]) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--budget", type=float, default=0.3, help="seconds of sampling per case and state")
     ap.add_argument("--json")
+    ap.add_argument("--read-entry", action="store_true",
+                    help="only read the 16 bytes at a kernel's &kernel address as data and say whether they are its "
+                         "first instruction (a fault there ends the process: run it in one of its own)")
     args = ap.parse_args(argv)
     import torch
 
@@ -52,6 +57,11 @@ def main(argv: list[str]) -> int:
         return 3
     helper = baselines.import_extension(built["timing_kernels"].so_path, built["timing_kernels"].module_name)
     mod = baselines.import_extension(built["code_fetch"].so_path, built["code_fetch"].module_name)
+    if args.read_entry:
+        words = [int(w) & (2**64 - 1) for w in mod.read_entry().tolist()]
+        print(f"code_fetch: at &kernel: {words[0]:#018x} {words[1]:#018x}; the kernel's first instruction is "
+              f"{FIRST_INSTRUCTION:#018x}: {'the same' if words[0] == FIRST_INSTRUCTION else 'NOT the same'}")
+        return 0 if words[0] == FIRST_INSTRUCTION else 5
     helper.reset_persisting_l2()
     l2 = timing.L2Flush("read")
     out = torch.zeros(max(BLOCKS) * 128, device="cuda")
