@@ -413,7 +413,8 @@ mla_tc_kernel(const __grid_constant__ CUtensorMap tm_hidden, const __grid_consta
         int dry = (MLA_G2_WARMUP && C::GEMM2 && p.pdl_wait && p.first >= p.units1 &&
                    p.first + int(blockIdx.x) < p.last) ? 1 : 0;
         for (int u = p.first + blockIdx.x - dry * int(gridDim.x); u < p.last; u += gridDim.x) {
-            asm volatile("" : "+r"(dry));  // opaque: the compiler must not peel the warm-up into code of its own
+            if constexpr (MLA_G2_WARMUP != 0)
+                asm volatile("" : "+r"(dry));  // opaque: the compiler must not peel the warm-up into code of its own
             const Unit w = decode_unit(u + dry * int(gridDim.x), p);
             int k0, k1;
             unit_ksteps(w, p, k0, k1);
