@@ -61,6 +61,26 @@ def measure_states(helper, call, warm_call, l2, budget_s: float, states=STATES) 
     return out
 
 
+def build_for_timing(script: str, sources) -> tuple[dict, object] | int:
+    """Build the harness's timing kernels and `sources`; (builds by name, the timing extension) when they built and
+    a GPU is here, else the exit status, said in one line: 4 a build failed, 3 no GPU (built and cached, nothing
+    timed, as run_bench.py without a GPU)."""
+    import torch
+
+    from harness import baselines, build, runner
+    built = build.build_all([runner.timing_extension(), *sources])
+    failed = [r.name for r in built.values() if not r.ok]
+    if failed:
+        print(f"{script}: build FAILED: {', '.join(failed)}", file=sys.stderr)
+        return 4
+    if not torch.cuda.is_available():
+        print(f"{script}: no CUDA device: its kernels are built, nothing is timed", file=sys.stderr)
+        return 3
+    helper = baselines.import_extension(built["timing_kernels"].so_path, built["timing_kernels"].module_name)
+    helper.reset_persisting_l2()
+    return built, helper
+
+
 def render(rows: list[dict]) -> str:
     """One line per row: the median in each state, and what warm code and hot data take off the cold time."""
     lines = [f"{'row':<34} {'dtype':<9} " + " ".join(f"{s:>10}" for s in STATES)
@@ -99,24 +119,16 @@ def parse(argv: list[str]) -> argparse.Namespace:
 
 def main(argv: list[str]) -> int:
     args = parse(argv)
-    import torch
-
-    from harness import baselines, build, discover, env, runner, timing
+    from harness import baselines, discover, env, runner, timing
     from harness.problem import DTYPES, make_inputs
     from harness.shapes import parse_one
 
     specs = [discover.load_variant(ROOT / "kernels" / f"{n}.cu") for n in args.variants.split(",")]
     exts = {s.name: runner.variant_extension(s) for s in specs}
-    built = build.build_all([runner.timing_extension(), *exts.values()])
-    failed = [r.name for r in built.values() if not r.ok]
-    if failed:
-        print(f"cache_states: build FAILED: {', '.join(failed)}", file=sys.stderr)
-        return 4
-    if not torch.cuda.is_available():
-        print("cache_states: no CUDA device: its extensions are built, nothing is timed", file=sys.stderr)
-        return 3
-    helper = baselines.import_extension(built["timing_kernels"].so_path, built["timing_kernels"].module_name)
-    helper.reset_persisting_l2()
+    ready = build_for_timing("cache_states", exts.values())
+    if isinstance(ready, int):
+        return ready
+    built, helper = ready
     l2 = timing.L2Flush("read")
     rows = [{"row": "empty-kernel", "dtype": "-",
              "states": measure_states(helper, helper.empty_launch, helper.empty_launch, l2, args.budget)}]

@@ -46,23 +46,17 @@ def main(argv: list[str]) -> int:
     args = ap.parse_args(argv)
     import torch
 
-    from harness import baselines, build, env, runner, timing
-    built = build.build_all([runner.timing_extension(), extension()])
-    failed = [r.name for r in built.values() if not r.ok]
-    if failed:
-        print(f"code_fetch: build FAILED: {', '.join(failed)}", file=sys.stderr)
-        return 4
-    if not torch.cuda.is_available():
-        print("code_fetch: no CUDA device: its kernels are built, nothing is timed", file=sys.stderr)
-        return 3
-    helper = baselines.import_extension(built["timing_kernels"].so_path, built["timing_kernels"].module_name)
+    from harness import baselines, env, timing
+    ready = cache_states.build_for_timing("code_fetch", [extension()])
+    if isinstance(ready, int):
+        return ready
+    built, helper = ready
     mod = baselines.import_extension(built["code_fetch"].so_path, built["code_fetch"].module_name)
     if args.read_entry:
         words = [int(w) & (2**64 - 1) for w in mod.read_entry().tolist()]
         print(f"code_fetch: at &kernel: {words[0]:#018x} {words[1]:#018x}; the kernel's first instruction is "
               f"{FIRST_INSTRUCTION:#018x}: {'the same' if words[0] == FIRST_INSTRUCTION else 'NOT the same'}")
         return 0 if words[0] == FIRST_INSTRUCTION else 5
-    helper.reset_persisting_l2()
     l2 = timing.L2Flush("read")
     out = torch.zeros(max(BLOCKS) * 128, device="cuda")
     rows = [{"row": "empty-kernel", "dtype": "-",
