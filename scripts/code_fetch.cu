@@ -39,10 +39,13 @@ static void launch(torch::Tensor out, int64_t blocks) {
 // (the first instruction of each kernel here is LDC R1, c[0x0][0x28], encoded 0x00000a00ff017b82). A read of an
 // address that is not mapped for data faults the context: code_fetch.py runs this in a process of its own.
 __global__ void read_entry_kernel(unsigned long long* out) {
-    const volatile unsigned long long* entry =
-        reinterpret_cast<const volatile unsigned long long*>(&straight_line<1024, true>);
-    out[0] = entry[0];
-    out[1] = entry[1];
+    // through a register: PTX takes a function's symbol as a value (mov), never as a load's address operand
+    unsigned long long entry = reinterpret_cast<unsigned long long>(&straight_line<1024, true>), w0, w1;
+    asm volatile("mov.b64 %0, %0;" : "+l"(entry));
+    asm volatile("ld.volatile.global.u64 %0, [%2];\n\tld.volatile.global.u64 %1, [%2+8];"
+                 : "=l"(w0), "=l"(w1) : "l"(entry) : "memory");
+    out[0] = w0;
+    out[1] = w1;
 }
 
 torch::Tensor read_entry() {
