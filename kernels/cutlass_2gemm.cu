@@ -156,13 +156,6 @@ void set_reduction(SchedulerArgs&, bool, long) {}  // a data-parallel scheduler:
 template <class Kernel>
 __global__ void __launch_bounds__(Kernel::MaxThreadsPerBlock, Kernel::MinBlocksPerMultiprocessor)
     chained_gemm_kernel(CUTLASS_GRID_CONSTANT typename Kernel::Params const params) {
-    if (KV_CODE_PREFETCH) {  // the code into L2 while the previous grid finishes (probe knob, kv_common.cuh)
-        const int threads = int(blockDim.x * blockDim.y * blockDim.z);
-        const int block = int(blockIdx.x + gridDim.x * (blockIdx.y + gridDim.y * blockIdx.z));
-        const int thread = int(threadIdx.x + blockDim.x * (threadIdx.y + blockDim.y * threadIdx.z));
-        kv::prefetch_code_l2(reinterpret_cast<const void*>(&chained_gemm_kernel<Kernel>), block * threads + thread,
-                             int(gridDim.x * gridDim.y * gridDim.z) * threads);
-    }
     hop::pdl_wait();
     hop::pdl_launch_dependents();
     extern __shared__ char smem[];

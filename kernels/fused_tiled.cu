@@ -426,9 +426,6 @@ fused_direct_kernel(const T* __restrict__ hidden, const T* __restrict__ w_down, 
         copy_flat_vec<T, NT>(wu_s, w_up_k, RN, b * a.rot_u, tid);  // group 1: w_up_k, w_up_v
         copy_flat_vec<T, NT>(wu_s + RN, w_up_v, RN, b * a.rot_u, tid);
         cp_async_commit();
-        if (KV_CODE_PREFETCH)  // after the copies: they are the critical path
-            kv::prefetch_code_l2(reinterpret_cast<const void*>(&fused_direct_kernel<T, BM, NT>), b * NT + tid,
-                                 int(gridDim.x) * NT);
         // Tails (only 2-byte types: n % 8 == 4) and zero rows past M; plain stores, visible after the barrier.
         copy_flat_tail<T>(hid_s, hsrc, rows * D, tid);
         copy_flat_tail<T>(wd_s, w_down, D * R, tid);

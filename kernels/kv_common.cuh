@@ -181,20 +181,6 @@ __device__ __forceinline__ void cp_async_commit() { asm volatile("cp.async.commi
 template <int N>
 __device__ __forceinline__ void cp_async_wait() { asm volatile("cp.async.wait_group %0;\n" ::"n"(N) : "memory"); }
 
-// ---------------------------------------------------------------- a kernel's own code into L2 (probe knob)
-// KV_CODE_PREFETCH (bytes, 0 = off): the harness times cold, with L2 flushed, so every stretch of code a warp
-// reaches first is fetched from DRAM. With the knob on, a kernel hints its code into L2 at entry, from its entry
-// address (device code gets it as &kernel) over KV_CODE_PREFETCH bytes, line `worker` of every `workers`.
-// results/NOTES.md (2026-12-04, second) has the measurement.
-#ifndef KV_CODE_PREFETCH
-#define KV_CODE_PREFETCH 0
-#endif
-__device__ __forceinline__ void prefetch_code_l2(const void* entry, int worker, int workers) {
-    const char* code = static_cast<const char*>(entry);
-    for (int off = worker * 128; off < KV_CODE_PREFETCH; off += workers * 128)
-        asm volatile("prefetch.global.L2 [%0];\n" ::"l"(code + off));
-}
-
 // ---------------------------------------------------------------- SIMT paths: a cp.async ring, STAGES deep
 // Chunk c of `total` lives in stage c % STAGES; load(c, stage) issues this thread's copies of chunk c.
 // ring_prologue: chunks 0 .. STAGES-2 in flight, one commit group each (empty ones too: the waits count groups).

@@ -103,8 +103,6 @@ gemm2_pingpong_kernel(const __grid_constant__ CUtensorMap tm_latent, const __gri
     const int n_local = cta < p.tiles ? (p.tiles - cta + grid - 1) / grid : 0;  // tiles cta, cta + grid, ...
     const int ks = p.ksteps;
 
-    if (KV_CODE_PREFETCH && wg == 0 && tid >= 32)  // the producer warpgroup's three idle warps
-        kv::prefetch_code_l2(reinterpret_cast<const void*>(&gemm2_pingpong_kernel<T>), cta * 96 + tid - 32, grid * 96);
     if (tid == 0) {
         for (int s = 0; s < STAGES; ++s) {
             hop::mbar_init(&full[s], 1);

@@ -39,7 +39,9 @@
  *   GEMM1, S splits in one cluster (cl_red; two_stage at decode): one unit per CTA, the S CTAs of a cluster are one
  *     tile's splits (cluster rank = split). Each writes its fp32 partial to the base of its own shared memory, one
  *     cluster barrier, then split ks reads slice ks (1/S of the tile) of all S partials by ld.shared::cluster, sums
- *     and stores those latent elements; a second cluster barrier before any CTA exits.
+ *     and stores those latent elements; a second cluster barrier before any CTA exits. With p.ready_need (two_stage
+ *     at decode) each CTA then publishes its stored slice on ready[mt] (one release after a barrier of its 256
+ *     consumer threads), before that second barrier.
  * Unit order: GEMM1 units first (ks fastest), then GEMM2 units in groups of `group_mt` row tiles, row tile
  *   fastest inside a group (M-major: the CTAs working at one time share a few w_up column tiles in L2).
  *   CTA c runs units first + c, first + c + grid, ...; producer and consumers walk the same list.
@@ -47,17 +49,12 @@
  *   (the latent was written by ordinary stores, TMA reads it); the row tile's last reader resets ready/consumed.
  *   prefetch2 (decode): before that wait the producer prefetches every B box of its GEMM2 units into L2, so
  *   w_up streams from DRAM while GEMM1 runs.
+ * Flag wait (p.ready_need > 0; two_stage's GEMM2 launch at decode, MLA_G2_FLAG_WAIT): the same wait and reset, for
+ *   ready[mt] >= ready_need (the cluster-reduced GEMM1's slices of the row tile), instead of griddepcontrol.wait:
+ *   GEMM2 starts once the latent is stored, not once every GEMM1 CTA has passed its last cluster barrier and exited.
  */
 
 namespace mla {
-
-// MLA_G2_WARMUP (probe knob, default 0; results/NOTES.md 2026-12-04 second): a GEMM2 launch that waits for the
-// previous grid (two_stage's) first runs its first unit's main-loop body once and its epilogue, on whatever the
-// stages hold, with no barrier arrivals and no store, so that their instructions are in this SM's instruction cache
-// before the latent is: the harness times cold, with the kernel's code evicted from L2.
-#ifndef MLA_G2_WARMUP
-#define MLA_G2_WARMUP 0
-#endif
 
 constexpr int BN = 256, BK = 64;  // BN: the GEMM2 tile's width (and GEMM1's, but for the 128-wide launches)
 constexpr int SPLIT_LOADS = 24;   // split-k partial loads a consumer thread keeps in flight while it reduces
@@ -112,8 +109,10 @@ struct Params {
                       // through distributed shared memory (no workspace, no counters)
     float4* ws;       // GEMM1 partials: [tile][split][PART_F4]
     int* split_cnt;   // per GEMM1 tile (n_mt * n_nt1), self-resetting
-    int* ready;       // per row tile, self-resetting (fused)
-    int* consumed;    // per row tile: GEMM2 units that passed the ready wait (fused)
+    int ready_need;   // > 0: two_stage at decode. GEMM1 (cl_red): each CTA bumps ready[mt] once its latent slice is
+                      // stored; GEMM2: its producers wait for ready[mt] >= ready_need instead of griddepcontrol.wait
+    int* ready;       // per row tile, self-resetting (fused, ready_need)
+    int* consumed;    // per row tile: GEMM2 units that passed the ready wait (fused, ready_need)
     void* latent;     // (M, R), row-major, written by GEMM1 units
 };
 
@@ -290,9 +289,6 @@ mla_tc_kernel(const __grid_constant__ CUtensorMap tm_hidden, const __grid_consta
     const int tid = threadIdx.x;
     const int wg = tid / 128;
 
-    if (KV_CODE_PREFETCH && wg == 0 && tid >= 32)  // the producer warpgroup's three idle warps
-        kv::prefetch_code_l2(reinterpret_cast<const void*>(&mla_tc_kernel<T, BM_, BN_>),
-                             int(blockIdx.x) * 96 + tid - 32, int(gridDim.x) * 96);
     if (tid == 0) {
         MLA_MARK(EV_ENTRY);
         MLA_MARK(EV_SMID);
@@ -345,7 +341,8 @@ mla_tc_kernel(const __grid_constant__ CUtensorMap tm_hidden, const __grid_consta
                         }
                         prefetched = true;
                     }
-                    if ((p.pdl_wait && !waited) || p.fused) {
+                    const bool flag_wait = p.fused || p.ready_need > 0;
+                    if ((p.pdl_wait && !waited) || flag_wait) {
                         // The latent is not ready yet, w_up is: fill the first stages' B halves now (each stage's
                         // barrier announces A + B; the A box follows once the latent is there).
                         pre = min(STAGES, k1 - k0);
@@ -360,12 +357,13 @@ mla_tc_kernel(const __grid_constant__ CUtensorMap tm_hidden, const __grid_consta
                         }
                     }
                     MLA_MARK(EV_P_G2_PRE);
-                    if (p.pdl_wait && !waited) {
+                    if (p.pdl_wait && !waited && !flag_wait) {
                         pdl_wait();  // the latent is written by the previous grid
                         waited = true;
                     }
-                    if (p.fused) {
-                        while (ld_acquire(&p.ready[w.mt]) < p.n_nt1) __nanosleep(64);
+                    if (flag_wait) {
+                        const int need = p.fused ? p.n_nt1 : p.ready_need;
+                        while (ld_acquire(&p.ready[w.mt]) < need) __nanosleep(64);
                         hop::fence_proxy_async_global();  // the latent (ordinary stores) -> TMA reads
                         const int old = atomicAdd(&p.consumed[w.mt], 1);
                         if (old == p.n_nt2 - 1) {  // the row tile's last reader: reset for the next launch
@@ -407,25 +405,15 @@ mla_tc_kernel(const __grid_constant__ CUtensorMap tm_hidden, const __grid_consta
         T* const lat = reinterpret_cast<T*>(p.latent);
         float acc[WN / 2];
         int it = 0;
-        // The warm-up pass (MLA_G2_WARMUP): one more trip through this loop before the first unit, for that unit,
-        // one k-step long. It waits on no full barrier, arrives on no empty one and stores nothing; the real
-        // unit's first k-step overwrites its accumulators.
-        int dry = (MLA_G2_WARMUP && C::GEMM2 && p.pdl_wait && p.first >= p.units1 &&
-                   p.first + int(blockIdx.x) < p.last) ? 1 : 0;
-        for (int u = p.first + blockIdx.x - dry * int(gridDim.x); u < p.last; u += gridDim.x) {
-            if constexpr (MLA_G2_WARMUP != 0)
-                asm volatile("" : "+r"(dry));  // opaque: the compiler must not peel the warm-up into code of its own
-            const Unit w = decode_unit(u + dry * int(gridDim.x), p);
+        for (int u = p.first + blockIdx.x; u < p.last; u += gridDim.x) {
+            const Unit w = decode_unit(u, p);
             int k0, k1;
             unit_ksteps(w, p, k0, k1);
-            if (dry) k1 = k0 + 1;
             // ---- main loop
             int prev = -1;
             for (int k = k0; k < k1; ++k, ++it) {
                 const int s = it % STAGES;
-                // (not in the warm-up: a wait for the phase before the first would block if this stage's first
-                // phase had already completed, as it can for a CTA that starts after GEMM1 has ended)
-                if (!dry) hop::mbar_wait(&full[s], (it / STAGES) & 1);
+                hop::mbar_wait(&full[s], (it / STAGES) & 1);
                 if (ct == 0 && k == k0) { if (w.gemm == 1) MLA_MARK(EV_C_G1_FIRST); else MLA_MARK(EV_C_G2_FIRST); }
                 const unsigned char* as = smem + C::SMEM_A + s * A_BYTES + wrow * 128;
                 const unsigned char* bs = smem + C::SMEM_B + s * B_BYTES + (wcol / 64) * B_BOX_BYTES;
@@ -441,12 +429,12 @@ mla_tc_kernel(const __grid_constant__ CUtensorMap tm_hidden, const __grid_consta
                 hop::fence_acc(acc);
                 hop::wgmma_wait<1>();
                 hop::fence_acc(acc);
-                if (prev >= 0 && t == 0 && !dry) hop::mbar_arrive(&empty[prev]);
+                if (prev >= 0 && t == 0) hop::mbar_arrive(&empty[prev]);
                 prev = s;
             }
             hop::wgmma_wait<0>();
             hop::fence_acc(acc);
-            if (prev >= 0 && t == 0 && !dry) hop::mbar_arrive(&empty[prev]);
+            if (prev >= 0 && t == 0) hop::mbar_arrive(&empty[prev]);
             if (k1 <= k0) {  // an empty k-split (p.cl_red: S splits of d / BK k-steps, some may get none)
 #pragma unroll
                 for (int i = 0; i < WN / 2; ++i) acc[i] = 0.f;
@@ -469,7 +457,7 @@ mla_tc_kernel(const __grid_constant__ CUtensorMap tm_hidden, const __grid_consta
                 }
                 hop::fence_proxy_async_smem();
                 hop::named_barrier(2 + cw, 128);
-                if (t == 0 && !dry) {
+                if (t == 0) {
 #pragma unroll
                     for (int b = 0; b < WN / 64; ++b)
                         hop::tma_store_2d(&tm_out, cstage + b * (64 * 128), w.nt * BN + wcol + 64 * b, w.mt * BM + wrow);
@@ -531,10 +519,6 @@ mla_tc_kernel(const __grid_constant__ CUtensorMap tm_hidden, const __grid_consta
                     }
                 }
             }
-            if (dry) {  // the warm-up pass is over: the real units start from the first stage and phase
-                dry = 0;
-                it = 0;
-            }
         }
         if (t == 0) hop::tma_store_wait<0>();  // the last stores complete before the CTA exits
         if (ct == 0 && !p.cl_red) MLA_MARK(EV_EXIT);
@@ -543,8 +527,13 @@ mla_tc_kernel(const __grid_constant__ CUtensorMap tm_hidden, const __grid_consta
         hop::cluster_sync();  // each CTA's partial is in its shared memory
         if (tid == 128) MLA_MARK(EV_C_G1_WAIT);
         if (wg != 0) {
-            cluster_reduce_slice<T, C>(smem, p, decode_unit(p.first + int(blockIdx.x), p), tid - 128);
+            const Unit w = decode_unit(p.first + int(blockIdx.x), p);
+            cluster_reduce_slice<T, C>(smem, p, w, tid - 128);
             if (tid == 128) MLA_MARK(EV_C_G1_RED);
+            if (p.ready_need > 0) {
+                hop::named_barrier(1, 256);  // this CTA's latent slice is stored (ordered before the release)
+                if (tid == 128) red_release(&p.ready[w.mt], 1);
+            }
         }
         hop::cluster_sync();  // no CTA exits while a peer still reads its partial
         if (tid == 128) MLA_MARK(EV_EXIT);

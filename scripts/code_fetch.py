@@ -2,8 +2,8 @@
 (scripts/code_fetch.cu; 16 bytes of code each) on 1 and 132 blocks, in scripts/cache_states.py's three cache
 states (cold: L2 flushed, so the code comes from DRAM; warm-code: flushed, then one launch of the same kernel;
 hot), with and without the kernel first hinting its own code into L2 from its entry address. The questions: how
-much of a cold-timed row is the fetch of its instructions, and can a kernel take that off its critical path
-(the KV_CODE_PREFETCH knob of kernels/kv_common.cuh)?
+much of a cold-timed row is the fetch of its instructions, and can a kernel take that off its critical path?
+(The kernels' KV_CODE_PREFETCH probe knob asked the second question; measured and removed 2026-12-05, results/NOTES.md.)
     python3 scripts/code_fetch.py --json code-fetch.json
 """
 from __future__ import annotations
