@@ -39,9 +39,7 @@
  *   GEMM1, S splits in one cluster (cl_red; two_stage at decode): one unit per CTA, the S CTAs of a cluster are one
  *     tile's splits (cluster rank = split). Each writes its fp32 partial to the base of its own shared memory, one
  *     cluster barrier, then split ks reads slice ks (1/S of the tile) of all S partials by ld.shared::cluster, sums
- *     and stores those latent elements; a second cluster barrier before any CTA exits. With p.ready_need (two_stage
- *     at decode) each CTA then publishes its stored slice on ready[mt] (one release after a barrier of its 256
- *     consumer threads), before that second barrier.
+ *     and stores those latent elements; a second cluster barrier before any CTA exits.
  * Unit order: GEMM1 units first (ks fastest), then GEMM2 units in groups of `group_mt` row tiles, row tile
  *   fastest inside a group (M-major: the CTAs working at one time share a few w_up column tiles in L2).
  *   CTA c runs units first + c, first + c + grid, ...; producer and consumers walk the same list.
@@ -49,9 +47,6 @@
  *   (the latent was written by ordinary stores, TMA reads it); the row tile's last reader resets ready/consumed.
  *   prefetch2 (decode): before that wait the producer prefetches every B box of its GEMM2 units into L2, so
  *   w_up streams from DRAM while GEMM1 runs.
- * Flag wait (p.ready_need > 0; two_stage's GEMM2 launch at decode, MLA_G2_FLAG_WAIT): the same wait and reset, for
- *   ready[mt] >= ready_need (the cluster-reduced GEMM1's slices of the row tile), instead of griddepcontrol.wait:
- *   GEMM2 starts once the latent is stored, not once every GEMM1 CTA has passed its last cluster barrier and exited.
  */
 
 namespace mla {
@@ -109,10 +104,8 @@ struct Params {
                       // through distributed shared memory (no workspace, no counters)
     float4* ws;       // GEMM1 partials: [tile][split][PART_F4]
     int* split_cnt;   // per GEMM1 tile (n_mt * n_nt1), self-resetting
-    int ready_need;   // > 0: two_stage at decode. GEMM1 (cl_red): each CTA bumps ready[mt] once its latent slice is
-                      // stored; GEMM2: its producers wait for ready[mt] >= ready_need instead of griddepcontrol.wait
-    int* ready;       // per row tile, self-resetting (fused, ready_need)
-    int* consumed;    // per row tile: GEMM2 units that passed the ready wait (fused, ready_need)
+    int* ready;       // per row tile, self-resetting (fused)
+    int* consumed;    // per row tile: GEMM2 units that passed the ready wait (fused)
     void* latent;     // (M, R), row-major, written by GEMM1 units
 };
 
@@ -341,8 +334,7 @@ mla_tc_kernel(const __grid_constant__ CUtensorMap tm_hidden, const __grid_consta
                         }
                         prefetched = true;
                     }
-                    const bool flag_wait = p.fused || p.ready_need > 0;
-                    if ((p.pdl_wait && !waited) || flag_wait) {
+                    if ((p.pdl_wait && !waited) || p.fused) {
                         // The latent is not ready yet, w_up is: fill the first stages' B halves now (each stage's
                         // barrier announces A + B; the A box follows once the latent is there).
                         pre = min(STAGES, k1 - k0);
@@ -357,13 +349,12 @@ mla_tc_kernel(const __grid_constant__ CUtensorMap tm_hidden, const __grid_consta
                         }
                     }
                     MLA_MARK(EV_P_G2_PRE);
-                    if (p.pdl_wait && !waited && !flag_wait) {
+                    if (p.pdl_wait && !waited) {
                         pdl_wait();  // the latent is written by the previous grid
                         waited = true;
                     }
-                    if (flag_wait) {
-                        const int need = p.fused ? p.n_nt1 : p.ready_need;
-                        while (ld_acquire(&p.ready[w.mt]) < need) __nanosleep(64);
+                    if (p.fused) {
+                        while (ld_acquire(&p.ready[w.mt]) < p.n_nt1) __nanosleep(64);
                         hop::fence_proxy_async_global();  // the latent (ordinary stores) -> TMA reads
                         const int old = atomicAdd(&p.consumed[w.mt], 1);
                         if (old == p.n_nt2 - 1) {  // the row tile's last reader: reset for the next launch
@@ -527,13 +518,8 @@ mla_tc_kernel(const __grid_constant__ CUtensorMap tm_hidden, const __grid_consta
         hop::cluster_sync();  // each CTA's partial is in its shared memory
         if (tid == 128) MLA_MARK(EV_C_G1_WAIT);
         if (wg != 0) {
-            const Unit w = decode_unit(p.first + int(blockIdx.x), p);
-            cluster_reduce_slice<T, C>(smem, p, w, tid - 128);
+            cluster_reduce_slice<T, C>(smem, p, decode_unit(p.first + int(blockIdx.x), p), tid - 128);
             if (tid == 128) MLA_MARK(EV_C_G1_RED);
-            if (p.ready_need > 0) {
-                hop::named_barrier(1, 256);  // this CTA's latent slice is stored (ordered before the release)
-                if (tid == 128) red_release(&p.ready[w.mt], 1);
-            }
         }
         hop::cluster_sync();  // no CTA exits while a peer still reads its partial
         if (tid == 128) MLA_MARK(EV_EXIT);

@@ -36,13 +36,6 @@ static_assert(MLA_GEMM1_BM64 == 0 || MLA_GEMM1_BM64 == 1, "MLA_GEMM1_BM64: 0 or 
 #endif
 static_assert(MLA_G1_CLUSTER == -1 || MLA_G1_CLUSTER == 0 || MLA_G1_CLUSTER == 8 || MLA_G1_CLUSTER == 16,
               "MLA_G1_CLUSTER: -1, 0, 8 or 16");
-// Decode with GEMM1 in clusters: 1 (default), GEMM2's producers wait on per-row-tile flags that GEMM1's CTAs raise
-// once their latent slice is stored (mla_tc.cuh, Params::ready_need); 0, on griddepcontrol.wait, i.e. until every
-// GEMM1 CTA has also passed its second cluster barrier and exited (the form of before; results/NOTES.md 2026-12-05).
-#ifndef MLA_G2_FLAG_WAIT
-#define MLA_G2_FLAG_WAIT 1
-#endif
-static_assert(MLA_G2_FLAG_WAIT == 0 || MLA_G2_FLAG_WAIT == 1, "MLA_G2_FLAG_WAIT: 0 or 1");
 
 namespace {
 
@@ -291,13 +284,6 @@ void launch_two_stage_tc(const torch::Tensor& hidden, const torch::Tensor& w_dow
         p.units1 = tiles1 * cluster;
         p.cl_red = 1;
     }
-    int* flags = nullptr;  // ready[n_mt], consumed[n_mt]: the decode flag wait (MLA_G2_FLAG_WAIT)
-    if (p.cl_red && MLA_G2_FLAG_WAIT) {
-        flags = mla::counters(dev, size_t(2 * p.n_mt), stream);
-        p.ready = flags;
-        p.consumed = flags + p.n_mt;
-        p.ready_need = p.n_nt1 * p.splits;  // every CTA of every cluster of the row tile stores one slice
-    }
     auto latent = torch::empty({int64_t(M), int64_t(R)}, hidden.options());
     torch::Tensor ws;
     if (p.splits > 1 && !p.cl_red) {
@@ -325,12 +311,7 @@ void launch_two_stage_tc(const torch::Tensor& hidden, const torch::Tensor& w_dow
         p2.latent = latent.data_ptr();
         p2.first = q2.units1;
         p2.last = q2.units1 + q2.units2;
-        p2.pdl_wait = 1;  // launched early (its w_up stages fill while GEMM1 runs); waits on griddepcontrol or flags
-        if (flags != nullptr) {
-            p2.ready = p.ready;
-            p2.consumed = p.consumed;
-            p2.ready_need = p.ready_need;
-        }
+        p2.pdl_wait = 1;
         mla::launch<T, BM>(maps, p2, std::min(q2.units2, sms), true, stream);
     }
 }
