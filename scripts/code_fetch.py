@@ -3,7 +3,10 @@
 states (cold: L2 flushed, so the code comes from DRAM; warm-code: flushed, then one launch of the same kernel;
 hot), with and without the kernel first hinting its own code into L2 from its entry address. The questions: how
 much of a cold-timed row is the fetch of its instructions, and can a kernel take that off its critical path?
-(The kernels' KV_CODE_PREFETCH probe knob asked the second question; measured and removed 2026-12-05, results/NOTES.md.)
+Measured on an H100 (2026-12-05, results/NOTES.md): cold fetch costs +17 to +23 us for 64 KB of straight-line code,
+and `--read-entry` faults, so `&kernel` in device code is not an address the code can be read (or prefetched)
+from: the "+prefetch" cases hint other memory, and the kernels' KV_CODE_PREFETCH knob that asked the second
+question was removed.
     python3 scripts/code_fetch.py --json code-fetch.json
 """
 from __future__ import annotations
