@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# Ran once, at 91d7573, on an H100 (results/2026-12-05-h100-call1/); both knobs it probes were removed after it.
 # The first H200 call of the cold-code measurement (results/NOTES.md, 2026-12-04 second): from the repository
 # root on the device, $OUT the folder that comes back, third_party/cutlass carried. Builds everything first with
 # no GPU visible (in parallel), then: code_fetch, cache_states, the decode trace in three cache states and with

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# Ran once, at 0ba02ba (results/NOTES.md, 2026-12-05); MLA_G2_FLAG_WAIT is not in kernels/ after bb1e823.
 # This session's second device call (results/NOTES.md, 2026-12-05): the decode flag wait (MLA_G2_FLAG_WAIT).
 # Builds everything with no GPU visible (gpu_session.sh's build, the probe's two builds per variant, the trace
 # builds and a mutated copy whose GEMM2 does not wait at all), then: the probe 0 / 1 on two_stage and
