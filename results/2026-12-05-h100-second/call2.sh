@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # The GPU suite alone with a longer limit (call1's 200 s cut it after 38 tests on the H100): build, then pytest -m gpu.
-#   KVBENCH_COMMIT=<sha> bash results/2026-12-05-h200-second/call2.sh
+#   KVBENCH_COMMIT=<sha> bash results/2026-12-05-h100-second/call2.sh
 set -uo pipefail
 export CUDA_HOME=/usr/local/cuda PATH=/usr/local/cuda/bin:$PATH TORCH_CUDA_ARCH_LIST=9.0a PYTHONUNBUFFERED=1
 export KVBENCH_CUTLASS_DIR=third_party/cutlass

@@ -3,7 +3,7 @@
 # had not been GPU-run since f3b9f06. Builds every variant with no GPU visible (gpu_session.sh's build), then the
 # GPU suite, the issue-9 targets run (3 rounds) and the seed float32 run of target 7 (3 rounds). From the
 # repository root, third_party/cutlass carried:
-#   KVBENCH_COMMIT=<sha> bash results/2026-12-05-h200-second/call1.sh
+#   KVBENCH_COMMIT=<sha> bash results/2026-12-05-h100-second/call1.sh
 set -uo pipefail
 export CUDA_HOME=/usr/local/cuda PATH=/usr/local/cuda/bin:$PATH TORCH_CUDA_ARCH_LIST=9.0a PYTHONUNBUFFERED=1
 export KVBENCH_CUTLASS_DIR=third_party/cutlass
