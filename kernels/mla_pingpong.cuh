@@ -73,7 +73,6 @@ struct Params {
     int ksteps;    // ceil(R / 64)
     int tiles;     // n_mt * n_nt
     int group_mt;  // rasterization group (row tiles), row tile fastest inside a group
-    int chunks;    // latent-stationary kernel: column chunks per row tile (units = n_mt * chunks)
 };
 
 // Tile v -> (row tile, column tile): groups of group_mt row tiles, row tile fastest inside a group (the CTAs working
@@ -85,75 +84,6 @@ __host__ __device__ inline void tile_coords(int v, const Params& p, int& mt, int
     const int rows = p.group_mt < left ? p.group_mt : left;
     mt = g * p.group_mt + in % rows;
     nt = in / rows;
-}
-
-// ---------------------------------------------------------------- device pieces both ping-pong kernels share
-
-// Where output column tile nt's w_up columns come from: the map (w_up_k or w_up_v) and the first column in it.
-struct BSource {
-    const CUtensorMap* map;
-    int x;
-};
-__device__ __forceinline__ BSource b_source(const CUtensorMap* tm_wk, const CUtensorMap* tm_wv, const Params& p,
-                                            int nt) {
-    return nt < p.nt_v ? BSource{tm_wk, nt * TN} : BSource{tm_wv, (nt - p.nt_v) * TN};
-}
-// The two w_up boxes (64 columns x 64 k each) of one column tile at k-step k, counted on `bar`.
-__device__ __forceinline__ void load_b_boxes(unsigned char* bs, BSource src, int k, uint64_t* bar) {
-#pragma unroll
-    for (int b = 0; b < TN / 64; ++b) hop::tma_load_2d(bs + b * B_BOX_BYTES, src.map, src.x + 64 * b, k * BK, bar);
-}
-
-// One k-step of a consumer's 128 x 128 tile: A (64 k x 128 rows, K-major) at `as`, B (two 64 x 64 boxes) at `bs`;
-// two m64n128k16 wgmmas per k16 (rows 0-63 and 64-127), committed as one group.
-template <typename T>
-__device__ __forceinline__ void mma_kstep(float (&acc)[2][64], const unsigned char* as, const unsigned char* bs,
-                                          bool first) {
-    const uint64_t da0 = hop::make_desc_sw128(as, 16, 1024);             // rows 0 .. 63
-    const uint64_t da1 = hop::make_desc_sw128(as + 64 * 128, 16, 1024);  // rows 64 .. 127
-    const uint64_t db = hop::make_desc_sw128(bs, B_BOX_BYTES, 1024);
-    hop::fence_acc(acc[0]);
-    hop::fence_acc(acc[1]);
-    hop::wgmma_fence();
-#pragma unroll
-    for (int kk = 0; kk < BK / 16; ++kk) {  // +32 bytes along k in A, +16 rows (2048 bytes) in B
-        const int acc_on = (!first || kk > 0) ? 1 : 0;
-        hop::wgmma_ss<TN, T>(acc[0], da0 + uint64_t((kk * 32) >> 4), db + uint64_t((kk * 2048) >> 4), acc_on);
-        hop::wgmma_ss<TN, T>(acc[1], da1 + uint64_t((kk * 32) >> 4), db + uint64_t((kk * 2048) >> 4), acc_on);
-    }
-    hop::wgmma_commit();
-}
-
-// The tile's fragments -> dtype -> staging `cstage` (box (h, c) = rows 64h.., columns 64c.. of the tile, 128-byte
-// swizzle, conflict-free 4-byte stores); then (thread 0, after the warpgroup's barrier) TMA stores into out viewed
-// as (M, 2N): boxes wholly below row M are skipped, TMA clips the rest. Caller: the staging is free before, and
-// thread 0 commits (and waits for) the store group after.
-// r_in, q: the thread's fragment rows (r_in and r_in + 8 of each 64-row half) and column pair.
-template <typename T>
-__device__ __forceinline__ void store_tile(const float (&acc)[2][64], unsigned char* cstage,
-                                           const CUtensorMap* tm_out, int M, int mt, int nt, int t, int r_in, int q,
-                                           int bar_id) {
-#pragma unroll
-    for (int h = 0; h < 2; ++h) {
-#pragma unroll
-        for (int f = 0; f < TN / 8; ++f) {  // fragment column group: columns 8f + 2q, + 1
-            const int box = 2 * h + (f >> 3), chunk = f & 7;
-            // (r_in + 8) & 7 == r_in & 7: one swizzle for both rows
-            unsigned char* base = cstage + box * C_BOX_BYTES + ((chunk ^ (r_in & 7)) << 4) + 4 * q;
-            *reinterpret_cast<uint32_t*>(base + r_in * 128) = kv::pack2<T>(acc[h][4 * f], acc[h][4 * f + 1]);
-            *reinterpret_cast<uint32_t*>(base + (r_in + 8) * 128) = kv::pack2<T>(acc[h][4 * f + 2], acc[h][4 * f + 3]);
-        }
-    }
-    hop::fence_proxy_async_smem();
-    hop::named_barrier(bar_id, 128);
-    if (t == 0) {
-#pragma unroll
-        for (int b = 0; b < 4; ++b) {
-            const int y = mt * TM + 64 * (b >> 1);
-            if (y < M) hop::tma_store_2d(tm_out, cstage + b * C_BOX_BYTES, nt * TN + 64 * (b & 1), y);
-        }
-        hop::tma_store_commit();
-    }
 }
 
 template <typename T>
@@ -306,188 +236,6 @@ gemm2_pingpong_kernel(const __grid_constant__ CUtensorMap tm_latent, const __gri
 #endif
 }
 
-// ================================================================ latent-stationary ping-pong (rank <= 512)
-/*
- * The same consumers, turns and epilogue as gemm2_pingpong_kernel, but each CTA keeps the latent row tile it works
- * on resident in shared memory for a whole run of column tiles and streams only w_up: per k-step 16 KB from L2
- * instead of 32 KB (the latent was re-read for every 128 x 128 output tile).
- * Work: units (row tile mt, column chunk g) with `chunks` chunks per row tile (host: as many as fill the SMs, at
- *   least 1); chunk g = column tiles [g * n_nt / chunks, (g + 1) * n_nt / chunks). CTA c takes units c, c + grid, ...
- *   (unit u: mt = u % n_mt, g = u / n_mt), so the CTAs that run at one time hold different row tiles of the same
- *   chunk and walk its columns together: each w_up box is read from DRAM about once and shared through L2.
- *   A CTA's tiles (local j = 0, 1, ...) alternate between the consumers as before; one unit = one run of one row tile.
- * Shared memory: A = ksteps (<= 8) slots of one 64 k x 128 rows box (16 KB) = the row tile's whole latent, 128 KB;
- *   B ring of 4 stages x 16 KB; ONE 32 KB epilogue staging that the consumers use in turn (tile order); barriers.
- * A slots: full_a[k] (the producer's expect_tx + the box; phase = the CTA's run index), empty_a[k] (2 arrivals a
- *   run: the consumers of the run's last two tiles, each after its k-step k has retired, or the single tile's twice).
- *   Every earlier tile of the run belongs to one of those two consumers and retired before that consumer's later
- *   tile started, so the next run's box k is loaded only when nobody reads slot k any more. The producer loads
- *   slot k of a run right behind the previous run's last use of it, so a row-tile change leaves no gap.
- *   A consumer waits for full_a only after its turn (ORDER barrier), so the barrier is never two phases ahead.
- * Staging: cfree completes one phase per tile, when that tile's stores have read the staging; tile j writes it
- *   after phase j - 1 (the other consumer's previous tile).
- */
-constexpr int AS_SLOTS = 8;   // max k-steps: rank <= 512
-constexpr int AS_STAGES = 4;  // B ring
-constexpr int AS_SMEM_A = 0;
-constexpr int AS_SMEM_B = AS_SMEM_A + AS_SLOTS * A_BYTES;
-constexpr int AS_SMEM_C = AS_SMEM_B + AS_STAGES * B_BYTES;
-constexpr int AS_SMEM_BAR = AS_SMEM_C + C_WG_BYTES;
-constexpr int AS_SMEM_BYTES = AS_SMEM_BAR + (2 * AS_STAGES + 2 * AS_SLOTS + 1) * 8;
-constexpr int AS_SMEM_ALLOC = AS_SMEM_BYTES + 1024;
-static_assert(AS_SMEM_ALLOC <= 227 * 1024, "latent-stationary ping-pong exceeds the sm_90 opt-in shared memory");
-static_assert(AS_SMEM_B % 1024 == 0 && AS_SMEM_C % 1024 == 0, "TMA boxes with 128-byte swizzle need 1024-byte bases");
-
-// Column tiles [c0, c1) of unit u's chunk, and its row tile.
-__device__ __forceinline__ void astat_unit(int u, const Params& p, int& mt, int& c0, int& c1) {
-    mt = u % p.n_mt;
-    const int g = u / p.n_mt;
-    c0 = int((int64_t(g) * p.n_nt) / p.chunks);
-    c1 = int((int64_t(g + 1) * p.n_nt) / p.chunks);
-}
-
-template <typename T>
-__global__ void __launch_bounds__(THREADS, 1)
-gemm2_astat_kernel(const __grid_constant__ CUtensorMap tm_latent, const __grid_constant__ CUtensorMap tm_wk,
-                   const __grid_constant__ CUtensorMap tm_wv, const __grid_constant__ CUtensorMap tm_out,
-                   const Params p) {
-#if KV_SM90A
-    extern __shared__ __align__(1024) unsigned char smem_raw[];
-    unsigned char* smem = reinterpret_cast<unsigned char*>((reinterpret_cast<uintptr_t>(smem_raw) + 1023) & ~uintptr_t(1023));
-    uint64_t* full_b = reinterpret_cast<uint64_t*>(smem + AS_SMEM_BAR);
-    uint64_t* empty_b = full_b + AS_STAGES;
-    uint64_t* full_a = empty_b + AS_STAGES;
-    uint64_t* empty_a = full_a + AS_SLOTS;
-    uint64_t* cfree = empty_a + AS_SLOTS;
-
-    const int tid = threadIdx.x;
-    const int wg = tid / 128;
-    const int cta = int(blockIdx.x), grid = int(gridDim.x);
-    const int units = p.n_mt * p.chunks;
-    const int ks = p.ksteps;  // <= AS_SLOTS (host)
-    int n_local = 0;          // this CTA's tiles
-    for (int u = cta; u < units; u += grid) {
-        int mt, c0, c1;
-        astat_unit(u, p, mt, c0, c1);
-        n_local += c1 - c0;
-    }
-
-    if (tid == 0) {
-        for (int s = 0; s < AS_STAGES; ++s) {
-            hop::mbar_init(&full_b[s], 1);
-            hop::mbar_init(&empty_b[s], 1);
-        }
-        for (int k = 0; k < AS_SLOTS; ++k) {
-            hop::mbar_init(&full_a[k], 1);
-            hop::mbar_init(&empty_a[k], 2);
-        }
-        hop::mbar_init(cfree, 1);
-        hop::fence_barrier_init();
-    }
-    __syncthreads();
-
-    if (wg == 0) {
-        // ------------------------------------------------------------ producer
-        hop::setmaxnreg_dec<40>();
-        if (tid == 0 && n_local > 0) {
-            hop::prefetch_tmap(&tm_latent);
-            hop::prefetch_tmap(&tm_wk);
-            hop::prefetch_tmap(&tm_wv);
-            // The latent is not ready yet, w_up is: the first tile's first stages get their B boxes now.
-            const int pre = min(AS_STAGES, ks);
-            {
-                int mt, c0, c1;
-                astat_unit(cta, p, mt, c0, c1);
-                const BSource src = b_source(&tm_wk, &tm_wv, p, c0);
-                for (int k = 0; k < pre; ++k) {
-                    hop::mbar_wait(&empty_b[k], 1);
-                    hop::mbar_arrive_expect_tx(&full_b[k], B_BYTES);
-                    load_b_boxes(smem + AS_SMEM_B + k * B_BYTES, src, k, &full_b[k]);
-                }
-            }
-            mla::pdl_wait();  // the latent is written by the previous grid (GEMM1)
-            int it = 0, run = 0;
-            for (int u = cta; u < units; u += grid, ++run) {
-                int mt, c0, c1;
-                astat_unit(u, p, mt, c0, c1);
-                for (int nt = c0; nt < c1; ++nt) {
-                    const BSource src = b_source(&tm_wk, &tm_wv, p, nt);
-                    for (int k = 0; k < ks; ++k, ++it) {
-                        if (nt == c0) {  // the run's row tile into slot k, behind the previous run's last use
-                            hop::mbar_wait(&empty_a[k], (run & 1) ^ 1);
-                            hop::mbar_arrive_expect_tx(&full_a[k], A_BYTES);
-                            hop::tma_load_2d(smem + AS_SMEM_A + k * A_BYTES, &tm_latent, k * BK, mt * TM, &full_a[k]);
-                        }
-                        const int s = it % AS_STAGES;
-                        if (it >= pre) {
-                            hop::mbar_wait(&empty_b[s], ((it / AS_STAGES) & 1) ^ 1);
-                            hop::mbar_arrive_expect_tx(&full_b[s], B_BYTES);
-                            load_b_boxes(smem + AS_SMEM_B + s * B_BYTES, src, k, &full_b[s]);
-                        }
-                    }
-                }
-            }
-        }
-    } else {
-        // ------------------------------------------------------------ consumers
-        hop::setmaxnreg_inc<232>();
-        const int cw = wg - 1;    // consumer warpgroup: local tiles cw, cw + 2, ...
-        const int t = tid & 127;  // thread in the warpgroup
-        const int r_in = 16 * (t >> 5) + ((t & 31) >> 2), q = t & 3;  // fragment rows r_in, r_in + 8; column pair
-        unsigned char* cstage = smem + AS_SMEM_C;
-        float acc[2][64];  // [row half][fragment]: rows 64h .. 64h + 63 of the tile, all 128 columns
-        int j = 0, run = 0;
-        for (int u = cta; u < units; u += grid, ++run) {
-            int mt, c0, c1;
-            astat_unit(u, p, mt, c0, c1);
-            for (int nt = c0; nt < c1; ++nt, ++j) {
-                if ((j & 1) != cw) continue;
-                // Arrivals on empty_a this tile owes: the run's last two tiles release the slots (a lone tile twice).
-                const int a_release = nt == c1 - 1 ? (nt == c0 ? 2 : 1) : (nt == c1 - 2 ? 1 : 0);
-                if (j > 0) hop::named_barrier(BAR_ORDER + cw, 256);  // the other consumer has issued tile j - 1
-                // ---- main loop
-                int prev = -1;
-                for (int k = 0; k < ks; ++k) {
-                    const int it = j * ks + k;
-                    const int s = it % AS_STAGES;
-                    hop::mbar_wait(&full_a[k], run & 1);
-                    hop::mbar_wait(&full_b[s], (it / AS_STAGES) & 1);
-                    mma_kstep<T>(acc, smem + AS_SMEM_A + k * A_BYTES, smem + AS_SMEM_B + s * B_BYTES, k == 0);
-                    if (k == ks - 1 && j + 1 < n_local) hop::named_barrier_arrive(BAR_ORDER + (1 - cw), 256);
-                    hop::fence_acc(acc[0]);
-                    hop::fence_acc(acc[1]);
-                    hop::wgmma_wait<1>();
-                    hop::fence_acc(acc[0]);
-                    hop::fence_acc(acc[1]);
-                    if (prev >= 0 && t == 0) {  // k-step k - 1 has retired
-                        hop::mbar_arrive(&empty_b[prev]);
-                        for (int a = 0; a < a_release; ++a) hop::mbar_arrive(&empty_a[k - 1]);
-                    }
-                    prev = s;
-                }
-                hop::wgmma_wait<0>();
-                hop::fence_acc(acc[0]);
-                hop::fence_acc(acc[1]);
-                if (t == 0) {  // ks >= 1: prev is the tile's last stage
-                    hop::mbar_arrive(&empty_b[prev]);
-                    for (int a = 0; a < a_release; ++a) hop::mbar_arrive(&empty_a[ks - 1]);
-                }
-
-                // ---- epilogue: the shared staging is free once tile j - 1's stores have read it
-                if (t == 0 && j > 0) hop::mbar_wait(cfree, (j - 1) & 1);
-                hop::named_barrier(BAR_WG + cw, 128);
-                store_tile<T>(acc, cstage, &tm_out, p.M, mt, nt, t, r_in, q, BAR_WG + cw);
-                if (t == 0) {
-                    hop::tma_store_wait_read<0>();
-                    hop::mbar_arrive(cfree);
-                }
-            }
-        }
-        if (t == 0) hop::tma_store_wait<0>();  // the last stores complete before the CTA exits
-    }
-#endif
-}
-
 // ---------------------------------------------------------------- host
 
 inline Params make_params(int M, int R, int N) {
@@ -499,43 +247,24 @@ inline Params make_params(int M, int R, int N) {
     p.ksteps = kv::cdiv(R, BK);
     p.tiles = p.n_mt * p.n_nt;
     p.group_mt = p.n_mt;
-    p.chunks = 1;
     return p;
 }
-
-// The latent-stationary kernel takes the shape when the whole row tile's latent fits its A slots (rank <= 512).
-// MLA_PP_ASTAT: 1 = use it where it fits, 0 = always gemm2_pingpong_kernel (a probe axis).
-#ifndef MLA_PP_ASTAT
-#define MLA_PP_ASTAT 1
-#endif
-inline bool astat_fits(const Params& p) { return MLA_PP_ASTAT != 0 && p.ksteps <= AS_SLOTS; }
 
 template <typename T>
 static inline void set_smem_attr(int dev) {
     kv::set_max_dynamic_smem_once<gemm2_pingpong_kernel<T>>(dev, SMEM_ALLOC);
-    kv::set_max_dynamic_smem_once<gemm2_astat_kernel<T>>(dev, AS_SMEM_ALLOC);
 }
-constexpr int SMEM_ALLOC_MAX = SMEM_ALLOC > AS_SMEM_ALLOC ? SMEM_ALLOC : AS_SMEM_ALLOC;
 
 // Launch on `grid` CTAs as a programmatic dependent of the previous kernel (the GEMM1 launch). The maps are
 // mla::make_maps<T, BM1, 128>'s: latent boxes 64 k x 128 rows, w_up boxes 64 x 64, out boxes 64 x 64.
-// `sms` CTAs at most; the latent-stationary kernel where astat_fits (one unit a CTA while the row tiles number at
-// most the SMs: chunks = SMs / row tiles), else gemm2_pingpong_kernel on min(tiles, sms) CTAs.
 template <typename T>
-inline void launch(const mla::Maps& m, Params p, int sms, cudaStream_t stream) {
+inline void launch(const mla::Maps& m, const Params& p, int grid, cudaStream_t stream) {
     hop::LaunchShape shape;
+    shape.grid = dim3(unsigned(grid));
     shape.block = dim3(THREADS);
+    shape.smem_bytes = SMEM_ALLOC;
     shape.programmatic = true;
-    if (astat_fits(p)) {
-        p.chunks = std::max(1, std::min(p.n_nt, sms / p.n_mt));
-        shape.grid = dim3(unsigned(std::min(p.n_mt * p.chunks, sms)));
-        shape.smem_bytes = AS_SMEM_ALLOC;
-        hop::launch_ex(gemm2_astat_kernel<T>, shape, stream, m.latent, m.wk, m.wv, m.out, p);
-    } else {
-        shape.grid = dim3(unsigned(std::min(p.tiles, sms)));
-        shape.smem_bytes = SMEM_ALLOC;
-        hop::launch_ex(gemm2_pingpong_kernel<T>, shape, stream, m.latent, m.wk, m.wv, m.out, p);
-    }
+    hop::launch_ex(gemm2_pingpong_kernel<T>, shape, stream, m.latent, m.wk, m.wv, m.out, p);
 }
 
 }  // namespace mla_pp

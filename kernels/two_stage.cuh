@@ -304,7 +304,7 @@ void launch_two_stage_tc(const torch::Tensor& hidden, const torch::Tensor& w_dow
     if constexpr (PINGPONG && BM == 128) {
         const mla_pp::Params q = mla_pp::make_params(M, R, N);
         mla_pp::set_smem_attr<T>(dev);
-        mla_pp::launch<T>(maps, q, sms, stream);
+        mla_pp::launch<T>(maps, q, std::min(q.tiles, sms), stream);
     } else {
         mla::set_smem_attr<T, BM>(dev);
         mla::Params p2 = q2;
@@ -323,7 +323,7 @@ bool run_two_stage_tc(const torch::Tensor& hidden, const torch::Tensor& w_down, 
     const int dev = hidden.get_device();
     cudaStream_t stream = at::cuda::getCurrentCUDAStream();
     kv::DevInfo info;
-    if (!mla::tc_path_ready(hidden, w_down, w_up_k, w_up_v, out, D, R, N, 1, PINGPONG ? mla_pp::SMEM_ALLOC_MAX : 0, dev,
+    if (!mla::tc_path_ready(hidden, w_down, w_up_k, w_up_v, out, D, R, N, 1, PINGPONG ? mla_pp::SMEM_ALLOC : 0, dev,
                             stream, info))
         return false;
     if (M <= 128) {

@@ -42,8 +42,8 @@ TC_SHAPES = [preset("deepseek-v3", t) for t in (64, 512, 4096)] + [preset("minic
                                                            # last row tile 32 rows: its lower 64-row boxes skipped
         "b=1,s=1380,d=200,rank=136,heads=16,head_dim=128",  # 3 k-steps with a tail, 2-3 tiles per CTA (odd and
                                                             # even counts); last row tile ends inside its lower half
-        # the latent-stationary GEMM2 with more row tiles (313) than SMs: 2-3 units a CTA, so each CTA reloads its
-        # A slots behind the previous row tile's last use (runs of 4 column tiles, 3 k-steps with a tail)
+        # 1252 GEMM2 tiles (313 row tiles x 4 column tiles) on at most 132 CTAs: 9-10 tiles a CTA, so each
+        # consumer's turns and its epilogue staging wrap many times (3 k-steps with a tail)
         "b=2,s=20000,d=64,rank=136,heads=2,head_dim=128",
         "b=1,s=70,d=260,rank=64,heads=2,head_dim=128",     # d % 8 != 0: declined, SIMT path
         "b=1,s=70,d=256,rank=64,heads=3,head_dim=40",      # N % 256 != 0: declined, SIMT path

@@ -3,7 +3,7 @@
 # two_stage_pp (MLA_PP_ASTAT). Builds with no GPU visible (gpu_session.sh's build and the probe's two builds), then
 # the probe 0 / 1 at 512 and 4096 tokens (3 rounds), the GPU suite (the new multi-run shape included) and, in the
 # time left, the issue-9 targets run (3 rounds). From the repository root, third_party/cutlass carried:
-#   KVBENCH_COMMIT=<sha> bash results/2026-12-05-h200-third/call1.sh
+#   KVBENCH_COMMIT=<sha> bash results/2026-12-05-h100-third/call1.sh
 set -uo pipefail
 export CUDA_HOME=/usr/local/cuda PATH=/usr/local/cuda/bin:$PATH TORCH_CUDA_ARCH_LIST=9.0a PYTHONUNBUFFERED=1
 export KVBENCH_CUTLASS_DIR=third_party/cutlass
