@@ -76,7 +76,13 @@
  */
 
 #include "kv_common.cuh"
+#include "mla_decode.cuh"
 #include "mla_tc.cuh"
+
+// 1: decode shapes (M <= 64) take mla_decode.cuh's one-launch path; 0: the mla_tc engine's fused launch (a probe axis).
+#ifndef MLA_FUSED_DECODE
+#define MLA_FUSED_DECODE 1
+#endif
 
 namespace {
 
@@ -731,10 +737,12 @@ torch::Tensor forward(torch::Tensor hidden, torch::Tensor w_down, torch::Tensor 
     switch (dt) {
         case at::kFloat: run_fused<float>(hidden, w_down, w_up_k, w_up_v, out, M, D, R, N); break;
         case at::kBFloat16:
+            if (MLA_FUSED_DECODE && mla_dec::run<__nv_bfloat16>(hidden, w_down, w_up_k, w_up_v, out, M, D, R, N)) break;
             if (!run_fused_tc<__nv_bfloat16>(hidden, w_down, w_up_k, w_up_v, out, M, D, R, N))
                 run_fused<__nv_bfloat16>(hidden, w_down, w_up_k, w_up_v, out, M, D, R, N);
             break;
         default:
+            if (MLA_FUSED_DECODE && mla_dec::run<__half>(hidden, w_down, w_up_k, w_up_v, out, M, D, R, N)) break;
             if (!run_fused_tc<__half>(hidden, w_down, w_up_k, w_up_v, out, M, D, R, N))
                 run_fused<__half>(hidden, w_down, w_up_k, w_up_v, out, M, D, R, N);
             break;

@@ -264,6 +264,25 @@ __device__ __forceinline__ void cluster_sync() {
     asm volatile("barrier.cluster.arrive.release;\nbarrier.cluster.wait.acquire;\n" ::: "memory");
 #endif
 }
+// The two halves of cluster_sync, for a role that must arrive early and wait late (an arrival never blocks).
+__device__ __forceinline__ void cluster_arrive() {
+#if KV_SM90A
+    asm volatile("barrier.cluster.arrive.release;\n" ::: "memory");
+#endif
+}
+__device__ __forceinline__ void cluster_wait() {
+#if KV_SM90A
+    asm volatile("barrier.cluster.wait.acquire;\n" ::: "memory");
+#endif
+}
+// This CTA's rank in its cluster.
+__device__ __forceinline__ uint32_t cluster_ctarank() {
+    uint32_t r = 0;
+#if KV_SM90A
+    asm volatile("mov.u32 %0, %%cluster_ctarank;\n" : "=r"(r));
+#endif
+    return r;
+}
 // 16 bytes at `p` (a shared::cta address of this CTA's smem, 16-byte aligned) in the smem of CTA `rank` of the cluster.
 __device__ __forceinline__ float4 ld_shared_cluster_f4(const void* p, uint32_t rank) {
     float4 v = make_float4(0.f, 0.f, 0.f, 0.f);
@@ -386,6 +405,33 @@ KV_WGMMA_SS(256, __nv_bfloat16, "bf16", 128, 129, 130)
 KV_WGMMA_SS(256, __half, "f16", 128, 129, 130)
 #undef KV_WGMMA_SS
 #undef KV_WGMMA_SS_ASM
+
+// D(64 x 64, fp32) (+)= A(64 x 16, M-major smem) * B(16 x 64, K-major smem): the operand majors of wgmma_ss
+// swapped (imm-trans-a = 1, imm-trans-b = 0), for a swapped product D^T = B^T A^T whose weight is the M-major A
+// (mla_decode.cuh's GEMM1: latent^T tile = w_down^T (64 latent columns, N-major in memory) x hidden^T (tokens)).
+// Descriptors as above: the M-major A box is laid out like an MN-major B box (SBO = 1024, k16 step 2048 bytes),
+// the K-major B box like a K-major A box (k16 step 32 bytes). Fragment: as wgmma_ss, row = M (A's columns).
+template <typename T>
+__device__ __forceinline__ void wgmma_ss_mk64(float (&d)[32], uint64_t da, uint64_t db, int scale_d);
+#if KV_SM90A
+#define KV_WGMMA_MK64_ASM(PTX_T)                                                                          \
+    asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %34, 0;\n"                                            \
+                 "wgmma.mma_async.sync.aligned.m64n64k16.f32." PTX_T "." PTX_T " {" KV_REGS_N64         \
+                 "}, %32, %33, p, 1, 1, 1, 0;\n}\n"                                                         \
+                 : KV_ACC_N64(d)                                                                        \
+                 : "l"(da), "l"(db), "r"(scale_d))
+#else
+#define KV_WGMMA_MK64_ASM(PTX_T)
+#endif
+template <>
+__device__ __forceinline__ void wgmma_ss_mk64<__nv_bfloat16>(float (&d)[32], uint64_t da, uint64_t db, int scale_d) {
+    KV_WGMMA_MK64_ASM("bf16");
+}
+template <>
+__device__ __forceinline__ void wgmma_ss_mk64<__half>(float (&d)[32], uint64_t da, uint64_t db, int scale_d) {
+    KV_WGMMA_MK64_ASM("f16");
+}
+#undef KV_WGMMA_MK64_ASM
 // ================================================================ host: is the sm_90a code in this build?
 
 namespace detail {

@@ -45,6 +45,11 @@ TC_SHAPES = [preset("deepseek-v3", t) for t in (64, 512, 4096)] + [preset("minic
         # 1252 GEMM2 tiles (313 row tiles x 4 column tiles) on at most 132 CTAs: 9-10 tiles a CTA, so each
         # consumer's turns and its epilogue staging wrap many times (3 k-steps with a tail)
         "b=2,s=20000,d=64,rank=136,heads=2,head_dim=128",
+        # fused_tiled's one-launch decode path (mla_decode.cuh, M <= 64): N = 384 (128-column units, k | v inside
+        # the unit list; the engine declines N % 256); M = 64 with 17 k-steps in 8 ranks of 3 (the last two empty),
+        # a 200-wide latent (4 GEMM1 clusters, the last 8 columns wide) and 10 units on 32 CTAs
+        "b=1,s=5,d=512,rank=64,heads=3,head_dim=128",
+        "b=4,s=16,d=1032,rank=200,heads=5,head_dim=128",
         "b=1,s=70,d=260,rank=64,heads=2,head_dim=128",     # d % 8 != 0: declined, SIMT path
         "b=1,s=70,d=256,rank=64,heads=3,head_dim=40",      # N % 256 != 0: declined, SIMT path
     ) for s in parse_shapes(spec)]

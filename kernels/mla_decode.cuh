@@ -1,0 +1,361 @@
+// fused_tiled's decode path (bf16 / fp16, sm_90a, M <= 64 tokens): ONE launch in which every CTA pulls its share of
+// the weights into shared memory at once, so DRAM streams w_down and most of w_up before the latent exists.
+#pragma once
+
+#include "mla_tc.cuh"
+
+/*
+ * Grid: C clusters of 8 CTAs (C <= the clusters the device can hold at once: every CTA is resident, which the
+ * latent wait below needs), one CTA per SM, 384 threads = producer warpgroup (one thread issues every TMA) + two
+ * consumer warpgroups.
+ *
+ * GEMM1, clusters 0 .. ceil(R / 64) - 1: cluster c computes the latent columns 64c .. 64c+63 for the (<= 64) tokens,
+ *   swapped (latent^T tile = w_down^T x hidden^T, wgmma m64n64k16, A = a w_down box M-major, B = a hidden box
+ *   K-major), its 8 CTAs splitting d: CTA rank r takes k-steps [r * kpr, (r + 1) * kpr) of 64 (some may be empty).
+ *   All of a CTA's k-steps are issued at entry (ring of 13 stages of 16 KB: w_down box 64 k x 64 columns + hidden
+ *   box 64 tokens x 64 k), before any w_up box, so w_down is first in the DRAM queues. Consumer warpgroup g takes the
+ *   k-steps of parity g; their fp32 partials (64 x 64, fragment order) are summed into a 16 KB partial in this CTA's
+ *   shared memory; one cluster barrier; then CTA rank r sums float4s [128r, 128r + 128) of the 8 partials through
+ *   distributed shared memory (128 threads, one float4 each), stores those latent elements (M x R, the dtype,
+ *   rounded once like eager's latent) and one thread publishes them: red.release on `ready`.
+ * w_up, every CTA: GEMM2 units are 128 output columns of out viewed as (M, 2N) (unit u < N / 128 reads w_up_k,
+ *   else w_up_v), CTA b takes units b, b + grid, ... Its producer streams the units' k-steps (two boxes 64 k x 64
+ *   columns, 16 KB) into a ring of 9 stages at [64 KB, 208 KB): at entry in CTAs without GEMM1 work, after the last
+ *   GEMM1 k-step is consumed in the others (the ring overlaps GEMM1's). 9 of a CTA's (V3 64: 16) stages are in
+ *   shared memory before the latent is, the rest stream as the consumers free stages.
+ * Latent wait: consumer thread 0 spins (ld.acquire) until `ready` == 8 x the GEMM1 clusters; the CTA's last passer
+ *   resets `ready` and `consumed` (self-resetting: a graph replay starts from zero). The 256 consumer threads copy the
+ *   latent (L2, ld.global.cg) into [0, 64 KB) as the K-major 128-byte-swizzled A boxes TMA would write (8 boxes of
+ *   64 tokens x 64 k; rows >= M and k >= R zero), fence.proxy.async.
+ * GEMM2 per unit: consumer g owns the unit's columns 64g .. 64g+63 (wgmma m64n64k16, 32 fp32 accumulators a
+ *   thread: token rows 16 * warp + lane / 4 (+8), columns 8j + 2 (lane % 4) (+1)); a stage is released (two
+ *   arrivals) once the next one's wgmmas are issued; the epilogue stores each fragment pair as one 4-byte word
+ *   (rows >= M skipped).
+ * Shared memory: [0, 208 KB) GEMM1 ring, then latent [0, 64 KB) + w_up ring [64 KB, 208 KB); partial 16 KB;
+ *   mbarriers. 225 KB.
+ */
+
+namespace mla_dec {
+
+constexpr int THREADS = 384;
+constexpr int CLUSTER = 8;                                   // CTAs splitting one GEMM1 tile's k
+constexpr int BK = 64;
+constexpr int BOX_BYTES = 64 * BK * 2;                       // one 64 x 64 box of 16-bit elements
+constexpr int STAGE_BYTES = 2 * BOX_BYTES;                   // GEMM1: w_down + hidden boxes; GEMM2: two w_up boxes
+constexpr int UNIT_N = 128;                                  // GEMM2 unit width (output columns)
+constexpr int MAX_M = 64, MAX_R = 512;
+constexpr int LAT_BYTES = MAX_M * MAX_R * 2;                 // 64 KB: the latent as 8 A boxes
+constexpr int DATA_BYTES = 13 * STAGE_BYTES;                 // 208 KB
+constexpr int G1_STAGES = DATA_BYTES / STAGE_BYTES;          // 13
+constexpr int G2_STAGES = (DATA_BYTES - LAT_BYTES) / STAGE_BYTES;  // 9
+constexpr int SMEM_PART = DATA_BYTES;
+constexpr int PART_BYTES = 64 * 64 * 4;                      // one GEMM1 tile's fp32 partial
+constexpr int SMEM_BAR = SMEM_PART + PART_BYTES;
+constexpr int N_BARS = 2 * G1_STAGES + 2 * G2_STAGES + 1;
+constexpr int SMEM_ALLOC = SMEM_BAR + N_BARS * 8 + 1024;     // + the alignment of the base to 1024
+static_assert(SMEM_ALLOC <= 232448, "the H100/H200 opt-in shared memory per block");
+static_assert(LAT_BYTES % STAGE_BYTES == 0, "the w_up ring starts on a stage boundary");
+
+struct Params {
+    int M, D, R, N;
+    int ksteps1;   // ceil(D / 64)
+    int kpr;       // GEMM1 k-steps per cluster rank
+    int tiles1;    // ceil(R / 64): clusters [0, tiles1) run GEMM1
+    int ksteps2;   // ceil(R / 64)
+    int units2;    // 2N / 128
+    int units_k;   // N / 128: units below read w_up_k
+    int* ready;    // GEMM1 CTAs whose latent slice is stored (self-resetting)
+    int* consumed; // CTAs past the latent wait (self-resetting)
+    void* latent;  // M x R
+    void* out;     // M x 2N
+};
+
+template <typename T>
+__global__ void __launch_bounds__(THREADS, 1)
+mla_decode_kernel(const __grid_constant__ CUtensorMap tm_hidden, const __grid_constant__ CUtensorMap tm_wdown,
+                  const __grid_constant__ CUtensorMap tm_wk, const __grid_constant__ CUtensorMap tm_wv,
+                  const Params p) {
+#if KV_SM90A
+    extern __shared__ __align__(1024) unsigned char smem_raw[];
+    unsigned char* smem = reinterpret_cast<unsigned char*>((reinterpret_cast<uintptr_t>(smem_raw) + 1023) & ~uintptr_t(1023));
+    uint64_t* full1 = reinterpret_cast<uint64_t*>(smem + SMEM_BAR);
+    uint64_t* empty1 = full1 + G1_STAGES;
+    uint64_t* full2 = empty1 + G1_STAGES;
+    uint64_t* empty2 = full2 + G2_STAGES;
+    uint64_t* g1_done = empty2 + G2_STAGES;
+
+    const int tid = threadIdx.x;
+    const int wg = tid / 128;
+    const int tile1 = int(blockIdx.x) / CLUSTER;        // 1-D grid, clusters of 8 consecutive CTAs
+    const int krank = int(hop::cluster_ctarank());
+    const bool g1 = tile1 < p.tiles1;                   // uniform over the cluster
+    const int k0 = krank * p.kpr;
+    const int nk1 = g1 ? max(0, min(k0 + p.kpr, p.ksteps1) - k0) : 0;
+
+    if (tid == 0) {
+        for (int s = 0; s < G1_STAGES; ++s) {
+            hop::mbar_init(&full1[s], 1);
+            hop::mbar_init(&empty1[s], 1);  // a GEMM1 stage is read by one consumer warpgroup
+        }
+        for (int s = 0; s < G2_STAGES; ++s) {
+            hop::mbar_init(&full2[s], 1);
+            hop::mbar_init(&empty2[s], 2);  // a GEMM2 stage by both (one box each)
+        }
+        hop::mbar_init(g1_done, 2);
+        hop::fence_barrier_init();
+    }
+    __syncthreads();
+
+    if (wg == 0) {
+        // ------------------------------------------------------------ producer
+        if (tid == 0) {
+            hop::prefetch_tmap(&tm_hidden);
+            hop::prefetch_tmap(&tm_wdown);
+            hop::prefetch_tmap(&tm_wk);
+            hop::prefetch_tmap(&tm_wv);
+            for (int j = 0; j < nk1; ++j) {
+                const int s = j % G1_STAGES;
+                if (j >= G1_STAGES) hop::mbar_wait(&empty1[s], ((j / G1_STAGES) & 1) ^ 1);
+                hop::mbar_arrive_expect_tx(&full1[s], STAGE_BYTES);
+                unsigned char* st = smem + s * STAGE_BYTES;
+                hop::tma_load_2d(st, &tm_wdown, tile1 * 64, (k0 + j) * BK, &full1[s]);
+                hop::tma_load_2d(st + BOX_BYTES, &tm_hidden, (k0 + j) * BK, 0, &full1[s]);
+            }
+        }
+        if (g1) hop::cluster_arrive();  // this role's arrivals on the partials' cluster barrier; waited at the end
+        if (tid == 0) {
+            if (g1) hop::mbar_wait(g1_done, 0);  // every GEMM1 stage consumed: the ring's memory is free
+            int j = 0;
+            for (int u = blockIdx.x; u < p.units2; u += gridDim.x) {
+                const bool is_k = u < p.units_k;
+                const CUtensorMap* tb = is_k ? &tm_wk : &tm_wv;
+                const int x0 = (is_k ? u : u - p.units_k) * UNIT_N;
+                for (int kb = 0; kb < p.ksteps2; ++kb, ++j) {
+                    const int s = j % G2_STAGES;
+                    if (j >= G2_STAGES) hop::mbar_wait(&empty2[s], ((j / G2_STAGES) & 1) ^ 1);
+                    hop::mbar_arrive_expect_tx(&full2[s], STAGE_BYTES);
+                    unsigned char* st = smem + LAT_BYTES + s * STAGE_BYTES;
+                    hop::tma_load_2d(st, tb, x0, kb * BK, &full2[s]);
+                    hop::tma_load_2d(st + BOX_BYTES, tb, x0 + 64, kb * BK, &full2[s]);
+                }
+            }
+        }
+        if (g1) hop::cluster_wait();
+        return;
+    }
+
+    // ---------------------------------------------------------------- consumers
+    const int cw = wg - 1;      // consumer warpgroup
+    const int ct = tid - 128;   // 0..255
+    const int t = tid & 127;
+    const int r_in = 16 * (t >> 5) + ((t & 31) >> 2);  // fragment row (and +8)
+    const int q = t & 3;
+    T* const lat = reinterpret_cast<T*>(p.latent);
+
+    if (g1) {
+        float acc[32];
+#pragma unroll
+        for (int i = 0; i < 32; ++i) acc[i] = 0.f;
+        int prev = -1;
+        for (int j = cw; j < nk1; j += 2) {
+            const int s = j % G1_STAGES;
+            hop::mbar_wait(&full1[s], (j / G1_STAGES) & 1);
+            const unsigned char* st = smem + s * STAGE_BYTES;
+            const uint64_t da = hop::make_desc_sw128(st, BOX_BYTES, 1024);       // w_down box, M-major
+            const uint64_t db = hop::make_desc_sw128(st + BOX_BYTES, 16, 1024);  // hidden box, K-major
+            hop::fence_acc(acc);
+            hop::wgmma_fence();
+#pragma unroll
+            for (int kk = 0; kk < BK / 16; ++kk)
+                hop::wgmma_ss_mk64<T>(acc, da + uint64_t((kk * 2048) >> 4), db + uint64_t((kk * 32) >> 4), 1);
+            hop::wgmma_commit();
+            hop::fence_acc(acc);
+            hop::wgmma_wait<1>();
+            hop::fence_acc(acc);
+            if (prev >= 0 && t == 0) hop::mbar_arrive(&empty1[prev]);
+            prev = s;
+        }
+        hop::wgmma_wait<0>();
+        hop::fence_acc(acc);
+        if (prev >= 0 && t == 0) hop::mbar_arrive(&empty1[prev]);
+        if (t == 0) hop::mbar_arrive(g1_done);
+        // the two warpgroups' partials -> one, in fragment order (float4 j * 128 + t: acc[4j .. 4j + 3])
+        float4* part = reinterpret_cast<float4*>(smem + SMEM_PART);
+        if (cw == 0) {
+#pragma unroll
+            for (int j = 0; j < 8; ++j) part[j * 128 + t] = make_float4(acc[4 * j], acc[4 * j + 1], acc[4 * j + 2], acc[4 * j + 3]);
+        }
+        hop::named_barrier(1, 256);
+        if (cw == 1) {
+#pragma unroll
+            for (int j = 0; j < 8; ++j) {
+                float4 v = part[j * 128 + t];
+                v.x += acc[4 * j]; v.y += acc[4 * j + 1]; v.z += acc[4 * j + 2]; v.w += acc[4 * j + 3];
+                part[j * 128 + t] = v;
+            }
+        }
+        hop::cluster_sync();  // every partial of the cluster is in its CTA's shared memory
+        if (ct < 128) {
+            // float4 (krank * 128 + ct) of the 8 partials: fragment group j = krank of thread ct
+            float4 v[CLUSTER];
+#pragma unroll
+            for (int s = 0; s < CLUSTER; ++s) v[s] = hop::ld_shared_cluster_f4(part + krank * 128 + ct, uint32_t(s));
+            float4 sum = v[0];
+#pragma unroll
+            for (int s = 1; s < CLUSTER; ++s) { sum.x += v[s].x; sum.y += v[s].y; sum.z += v[s].z; sum.w += v[s].w; }
+            const int lc = tile1 * 64 + r_in;       // latent column (and + 8): the swapped product's row
+            const int tok = 8 * krank + 2 * q;      // token (and + 1): its column
+            auto put = [&](int row, int col, float x) {
+                if (row < p.M && col < p.R) lat[size_t(row) * p.R + col] = kv::from_f<T>(x);
+            };
+            put(tok, lc, sum.x);
+            put(tok + 1, lc, sum.y);
+            put(tok, lc + 8, sum.z);
+            put(tok + 1, lc + 8, sum.w);
+        }
+        hop::named_barrier(1, 256);  // this CTA's latent elements are stored (ordered before the release)
+        if (ct == 0) mla::red_release(p.ready, 1);
+    }
+
+    // ---- the latent: wait for every GEMM1 CTA, then copy it into the A boxes
+    if (ct == 0) {
+        const int want = CLUSTER * p.tiles1;
+        while (mla::ld_acquire(p.ready) < want) __nanosleep(32);
+        if (atomicAdd(p.consumed, 1) == int(gridDim.x) - 1) {  // the last CTA past the wait: reset for the next call
+            *p.consumed = 0;
+            *p.ready = 0;
+        }
+    }
+    hop::named_barrier(1, 256);
+    {
+        const int cpr = p.ksteps2 * 8;  // 16-byte chunks per latent row in the boxes
+        const int valid = p.R / 8;      // chunks with data (R % 8 == 0)
+        for (int i = ct; i < MAX_M * cpr; i += 256) {
+            const int r = i / cpr, cc = i - r * cpr;
+            uint4 v = make_uint4(0u, 0u, 0u, 0u);
+            if (r < p.M && cc < valid) v = __ldcg(reinterpret_cast<const uint4*>(lat + size_t(r) * p.R) + cc);
+            *reinterpret_cast<uint4*>(smem + (cc >> 3) * BOX_BYTES + r * 128 + (((cc & 7) ^ (r & 7)) << 4)) = v;
+        }
+    }
+    hop::fence_proxy_async_smem();
+    hop::named_barrier(1, 256);
+
+    // ---- GEMM2
+    T* const out = reinterpret_cast<T*>(p.out);
+    const size_t ldo = 2 * size_t(p.N);
+    float acc[32];
+    int j = 0;
+    for (int u = blockIdx.x; u < p.units2; u += gridDim.x) {
+        int prev = -1;
+        for (int kb = 0; kb < p.ksteps2; ++kb, ++j) {
+            const int s = j % G2_STAGES;
+            hop::mbar_wait(&full2[s], (j / G2_STAGES) & 1);
+            const uint64_t da = hop::make_desc_sw128(smem + kb * BOX_BYTES, 16, 1024);
+            const uint64_t db = hop::make_desc_sw128(smem + LAT_BYTES + s * STAGE_BYTES + cw * BOX_BYTES, BOX_BYTES, 1024);
+            hop::fence_acc(acc);
+            hop::wgmma_fence();
+#pragma unroll
+            for (int kk = 0; kk < BK / 16; ++kk)
+                hop::wgmma_ss<64, T>(acc, da + uint64_t((kk * 32) >> 4), db + uint64_t((kk * 2048) >> 4),
+                                     (kb > 0 || kk > 0) ? 1 : 0);
+            hop::wgmma_commit();
+            hop::fence_acc(acc);
+            hop::wgmma_wait<1>();
+            hop::fence_acc(acc);
+            if (prev >= 0 && t == 0) hop::mbar_arrive(&empty2[prev]);
+            prev = s;
+        }
+        hop::wgmma_wait<0>();
+        hop::fence_acc(acc);
+        if (prev >= 0 && t == 0) hop::mbar_arrive(&empty2[prev]);
+        const int col0 = u * UNIT_N + 64 * cw + 2 * q;
+#pragma unroll
+        for (int jj = 0; jj < 8; ++jj) {
+            const int col = col0 + 8 * jj;
+            if (r_in < p.M)
+                *reinterpret_cast<uint32_t*>(out + size_t(r_in) * ldo + col) = kv::pack2<T>(acc[4 * jj], acc[4 * jj + 1]);
+            if (r_in + 8 < p.M)
+                *reinterpret_cast<uint32_t*>(out + size_t(r_in + 8) * ldo + col) =
+                    kv::pack2<T>(acc[4 * jj + 2], acc[4 * jj + 3]);
+        }
+    }
+#endif
+}
+
+// ---------------------------------------------------------------- host
+
+// Clusters of 8 CTAs of this kernel the device can hold at once (0: none), asked of the driver once per device.
+template <typename T>
+inline int max_clusters(int dev) {
+    static int cache[64];  // 0 = not asked yet; else clusters + 1
+    if (dev < 0 || dev >= 64) return 0;
+    if (cache[dev] != 0) return cache[dev] - 1;
+    kv::set_max_dynamic_smem_once<mla_decode_kernel<T>>(dev, SMEM_ALLOC);
+    cudaLaunchAttribute attr;
+    attr.id = cudaLaunchAttributeClusterDimension;
+    attr.val.clusterDim.x = CLUSTER;
+    attr.val.clusterDim.y = 1;
+    attr.val.clusterDim.z = 1;
+    cudaLaunchConfig_t config = {};
+    config.gridDim = dim3(CLUSTER);
+    config.blockDim = dim3(THREADS);
+    config.dynamicSmemBytes = size_t(SMEM_ALLOC);
+    config.attrs = &attr;
+    config.numAttrs = 1;
+    int n = 0;
+    if (cudaOccupancyMaxActiveClusters(&n, mla_decode_kernel<T>, &config) != cudaSuccess) {
+        (void)cudaGetLastError();
+        n = 0;
+    }
+    cache[dev] = n + 1;
+    return n;
+}
+
+// Runs the decode path and returns true, or returns false (nothing launched) when the shape, alignment, device or
+// build does not take it: M <= 64, R <= 512, R and D multiples of 8 (16-byte TMA pitches), N % 128 == 0 (a unit never
+// straddles k | v), 16-byte aligned tensors, an sm_90a build on a 9.0 device, clusters of 8 for every GEMM1 tile.
+template <typename T>
+inline bool run(const torch::Tensor& hidden, const torch::Tensor& w_down, const torch::Tensor& w_up_k,
+                const torch::Tensor& w_up_v, torch::Tensor& out, int M, int D, int R, int N) {
+    if (M > MAX_M || R > MAX_R || R % 8 != 0 || D % 8 != 0 || N % UNIT_N != 0) return false;
+    if (!kv::aligned16(hidden.data_ptr()) || !kv::aligned16(w_down.data_ptr()) || !kv::aligned16(w_up_k.data_ptr()) ||
+        !kv::aligned16(w_up_v.data_ptr()) || !kv::aligned16(out.data_ptr()))
+        return false;
+    const int dev = hidden.get_device();
+    cudaStream_t stream = at::cuda::getCurrentCUDAStream();
+    if (!hop::sm90a_kernels_built(dev, stream)) return false;
+    if (kv::dev_info(dev).optin < SMEM_ALLOC) return false;
+    Params p{};
+    p.M = M; p.D = D; p.R = R; p.N = N;
+    p.ksteps1 = kv::cdiv(D, BK);
+    p.kpr = kv::cdiv(p.ksteps1, CLUSTER);
+    p.tiles1 = kv::cdiv(R, 64);
+    p.ksteps2 = kv::cdiv(R, BK);
+    p.units2 = 2 * N / UNIT_N;
+    p.units_k = N / UNIT_N;
+    const int clusters = std::min(max_clusters<T>(dev), std::max(p.tiles1, kv::cdiv(p.units2, CLUSTER)));
+    if (clusters < p.tiles1) return false;
+    int* cnt = mla::counters_if_ready(dev, 2);
+    if (cnt == nullptr) {
+        cudaStreamCaptureStatus cap = cudaStreamCaptureStatusNone;
+        C10_CUDA_CHECK(cudaStreamIsCapturing(stream, &cap));
+        if (cap != cudaStreamCaptureStatusNone) return false;
+        cnt = mla::counters(dev, 2, stream);
+    }
+    auto latent = torch::empty({int64_t(M), int64_t(R)}, hidden.options());
+    p.ready = cnt;
+    p.consumed = cnt + 1;
+    p.latent = latent.data_ptr();
+    p.out = out.data_ptr();
+    const mla::Maps maps = mla::make_maps<T, 64, 64>(hidden.data_ptr(), w_down.data_ptr(), w_up_k.data_ptr(),
+                                                     w_up_v.data_ptr(), latent.data_ptr(), out.data_ptr(), M, D, R, N);
+    hop::LaunchShape shape;
+    shape.grid = dim3(unsigned(clusters * CLUSTER));
+    shape.block = dim3(THREADS);
+    shape.smem_bytes = SMEM_ALLOC;
+    shape.cluster = dim3(CLUSTER);
+    hop::launch_ex(mla_decode_kernel<T>, shape, stream, maps.hidden, maps.wdown, maps.wk, maps.wv, p);
+    return true;
+}
+
+}  // namespace mla_dec
