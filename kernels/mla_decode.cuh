@@ -70,6 +70,27 @@ struct Params {
     void* out;     // M x 2N
 };
 
+// 1: each consumer thread issues all its latent loads (16 at V3) before its shared-memory stores; 0: one load, one
+// store at a time (a probe axis).
+#ifndef MLA_DEC_LAT_BATCH
+#define MLA_DEC_LAT_BATCH 1
+#endif
+
+// Timeline probe (scripts/trace_tc.py, -DMLA_TRACE): the engine's trace buffer and event names, launch slot 0 for
+// the CTAs with GEMM1 work and 1 for the others. "C start" here stamps the latent copied into shared memory and
+// "P g2 latent ready" the latent wait passed (consumer thread 0). Compiled out otherwise.
+#ifdef MLA_TRACE
+__device__ __forceinline__ void dec_mark(bool g1, int ev) {
+    unsigned long long t;
+    asm volatile("mov.u64 %0, %%globaltimer;\n" : "=l"(t) :: "memory");
+    if (ev == mla::EV_SMID) asm volatile("{ .reg .u32 s; mov.u32 s, %%smid; cvt.u64.u32 %0, s; }\n" : "=l"(t));
+    if (blockIdx.x < mla::TRACE_CTAS) mla::trace_buf[g1 ? 0 : 1][blockIdx.x][ev] = t;
+}
+#define DEC_MARK(ev) dec_mark(g1, ::mla::ev)
+#else
+#define DEC_MARK(ev) ((void)0)
+#endif
+
 template <typename T>
 __global__ void __launch_bounds__(THREADS, 1)
 mla_decode_kernel(const __grid_constant__ CUtensorMap tm_hidden, const __grid_constant__ CUtensorMap tm_wdown,
@@ -103,6 +124,8 @@ mla_decode_kernel(const __grid_constant__ CUtensorMap tm_hidden, const __grid_co
         }
         hop::mbar_init(g1_done, 2);
         hop::fence_barrier_init();
+        DEC_MARK(EV_ENTRY);
+        DEC_MARK(EV_SMID);
     }
     __syncthreads();
 
@@ -113,6 +136,7 @@ mla_decode_kernel(const __grid_constant__ CUtensorMap tm_hidden, const __grid_co
             hop::prefetch_tmap(&tm_wdown);
             hop::prefetch_tmap(&tm_wk);
             hop::prefetch_tmap(&tm_wv);
+            DEC_MARK(EV_P_TMAP);
             for (int j = 0; j < nk1; ++j) {
                 const int s = j % G1_STAGES;
                 if (j >= G1_STAGES) hop::mbar_wait(&empty1[s], ((j / G1_STAGES) & 1) ^ 1);
@@ -121,6 +145,7 @@ mla_decode_kernel(const __grid_constant__ CUtensorMap tm_hidden, const __grid_co
                 hop::tma_load_2d(st, &tm_wdown, tile1 * 64, (k0 + j) * BK, &full1[s]);
                 hop::tma_load_2d(st + BOX_BYTES, &tm_hidden, (k0 + j) * BK, 0, &full1[s]);
             }
+            if (g1) DEC_MARK(EV_P_G1_ISSUED);
         }
         if (g1) hop::cluster_arrive();  // this role's arrivals on the partials' cluster barrier; waited at the end
         if (tid == 0) {
@@ -137,8 +162,10 @@ mla_decode_kernel(const __grid_constant__ CUtensorMap tm_hidden, const __grid_co
                     unsigned char* st = smem + LAT_BYTES + s * STAGE_BYTES;
                     hop::tma_load_2d(st, tb, x0, kb * BK, &full2[s]);
                     hop::tma_load_2d(st + BOX_BYTES, tb, x0 + 64, kb * BK, &full2[s]);
+                    if (j == G2_STAGES - 1) DEC_MARK(EV_P_G2_PRE);
                 }
             }
+            DEC_MARK(EV_P_G2_ISSUED);
         }
         if (g1) hop::cluster_wait();
         return;
@@ -160,6 +187,7 @@ mla_decode_kernel(const __grid_constant__ CUtensorMap tm_hidden, const __grid_co
         for (int j = cw; j < nk1; j += 2) {
             const int s = j % G1_STAGES;
             hop::mbar_wait(&full1[s], (j / G1_STAGES) & 1);
+            if (ct == 0 && j == 0) DEC_MARK(EV_C_G1_FIRST);
             const unsigned char* st = smem + s * STAGE_BYTES;
             const uint64_t da = hop::make_desc_sw128(st, BOX_BYTES, 1024);       // w_down box, M-major
             const uint64_t db = hop::make_desc_sw128(st + BOX_BYTES, 16, 1024);  // hidden box, K-major
@@ -179,6 +207,7 @@ mla_decode_kernel(const __grid_constant__ CUtensorMap tm_hidden, const __grid_co
         hop::fence_acc(acc);
         if (prev >= 0 && t == 0) hop::mbar_arrive(&empty1[prev]);
         if (t == 0) hop::mbar_arrive(g1_done);
+        if (ct == 0) DEC_MARK(EV_C_G1_MAIN);
         // the two warpgroups' partials -> one, in fragment order (float4 j * 128 + t: acc[4j .. 4j + 3])
         float4* part = reinterpret_cast<float4*>(smem + SMEM_PART);
         if (cw == 0) {
@@ -194,7 +223,9 @@ mla_decode_kernel(const __grid_constant__ CUtensorMap tm_hidden, const __grid_co
                 part[j * 128 + t] = v;
             }
         }
+        if (ct == 128) DEC_MARK(EV_C_G1_PART);
         hop::cluster_sync();  // every partial of the cluster is in its CTA's shared memory
+        if (ct == 0) DEC_MARK(EV_C_G1_WAIT);
         if (ct < 128) {
             // float4 (krank * 128 + ct) of the 8 partials: fragment group j = krank of thread ct
             float4 v[CLUSTER];
@@ -214,7 +245,10 @@ mla_decode_kernel(const __grid_constant__ CUtensorMap tm_hidden, const __grid_co
             put(tok + 1, lc + 8, sum.w);
         }
         hop::named_barrier(1, 256);  // this CTA's latent elements are stored (ordered before the release)
-        if (ct == 0) mla::red_release(p.ready, 1);
+        if (ct == 0) {
+            mla::red_release(p.ready, 1);
+            DEC_MARK(EV_C_G1_RED);
+        }
     }
 
     // ---- the latent: wait for every GEMM1 CTA, then copy it into the A boxes
@@ -225,20 +259,39 @@ mla_decode_kernel(const __grid_constant__ CUtensorMap tm_hidden, const __grid_co
             *p.consumed = 0;
             *p.ready = 0;
         }
+        DEC_MARK(EV_P_G2_READY);
     }
     hop::named_barrier(1, 256);
     {
         const int cpr = p.ksteps2 * 8;  // 16-byte chunks per latent row in the boxes
         const int valid = p.R / 8;      // chunks with data (R % 8 == 0)
+#if MLA_DEC_LAT_BATCH
+        constexpr int PER = MAX_M * (MAX_R / 8) / 256;  // chunks a thread copies at most (16)
+        uint4 v[PER];
+#pragma unroll
+        for (int i = 0; i < PER; ++i) {  // every load in flight before the first store
+            const int idx = ct + 256 * i, r = idx / cpr, cc = idx - r * cpr;
+            v[i] = make_uint4(0u, 0u, 0u, 0u);
+            if (r < p.M && cc < valid) v[i] = __ldcg(reinterpret_cast<const uint4*>(lat + size_t(r) * p.R) + cc);
+        }
+#pragma unroll
+        for (int i = 0; i < PER; ++i) {
+            const int idx = ct + 256 * i, r = idx / cpr, cc = idx - r * cpr;
+            if (r < MAX_M)
+                *reinterpret_cast<uint4*>(smem + (cc >> 3) * BOX_BYTES + r * 128 + (((cc & 7) ^ (r & 7)) << 4)) = v[i];
+        }
+#else
         for (int i = ct; i < MAX_M * cpr; i += 256) {
             const int r = i / cpr, cc = i - r * cpr;
             uint4 v = make_uint4(0u, 0u, 0u, 0u);
             if (r < p.M && cc < valid) v = __ldcg(reinterpret_cast<const uint4*>(lat + size_t(r) * p.R) + cc);
             *reinterpret_cast<uint4*>(smem + (cc >> 3) * BOX_BYTES + r * 128 + (((cc & 7) ^ (r & 7)) << 4)) = v;
         }
+#endif
     }
     hop::fence_proxy_async_smem();
     hop::named_barrier(1, 256);
+    if (ct == 0) DEC_MARK(EV_C_START);
 
     // ---- GEMM2
     T* const out = reinterpret_cast<T*>(p.out);
@@ -250,6 +303,7 @@ mla_decode_kernel(const __grid_constant__ CUtensorMap tm_hidden, const __grid_co
         for (int kb = 0; kb < p.ksteps2; ++kb, ++j) {
             const int s = j % G2_STAGES;
             hop::mbar_wait(&full2[s], (j / G2_STAGES) & 1);
+            if (ct == 0 && j == 0) DEC_MARK(EV_C_G2_FIRST);
             const uint64_t da = hop::make_desc_sw128(smem + kb * BOX_BYTES, 16, 1024);
             const uint64_t db = hop::make_desc_sw128(smem + LAT_BYTES + s * STAGE_BYTES + cw * BOX_BYTES, BOX_BYTES, 1024);
             hop::fence_acc(acc);
@@ -268,6 +322,7 @@ mla_decode_kernel(const __grid_constant__ CUtensorMap tm_hidden, const __grid_co
         hop::wgmma_wait<0>();
         hop::fence_acc(acc);
         if (prev >= 0 && t == 0) hop::mbar_arrive(&empty2[prev]);
+        if (ct == 0) DEC_MARK(EV_C_G2_MAIN);
         const int col0 = u * UNIT_N + 64 * cw + 2 * q;
 #pragma unroll
         for (int jj = 0; jj < 8; ++jj) {
@@ -278,7 +333,9 @@ mla_decode_kernel(const __grid_constant__ CUtensorMap tm_hidden, const __grid_co
                 *reinterpret_cast<uint32_t*>(out + size_t(r_in + 8) * ldo + col) =
                     kv::pack2<T>(acc[4 * jj + 2], acc[4 * jj + 3]);
         }
+        if (ct == 0) DEC_MARK(EV_C_G2_STORE);
     }
+    if (ct == 0) DEC_MARK(EV_EXIT);
 #endif
 }
 

@@ -1,0 +1,40 @@
+#!/usr/bin/env bash
+# This session's second device call: where the decode path's time goes (scripts/trace_tc.py on fused_tiled, the
+# CTAs with GEMM1 work in launch slot 0, the others in slot 1), and the probe MLA_DEC_LAT_BATCH 0 / 1 (the latent
+# copy's loads one at a time / all in flight) next to two_stage in the same run. From the repository root,
+# third_party/cutlass carried:
+#   KVBENCH_COMMIT=<sha> bash results/2026-12-06-h200/call2.sh
+set -uo pipefail
+export CUDA_HOME=/usr/local/cuda PATH=/usr/local/cuda/bin:$PATH TORCH_CUDA_ARCH_LIST=9.0a PYTHONUNBUFFERED=1
+export KVBENCH_CUTLASS_DIR=third_party/cutlass
+o=${OUT:-/tmp/out}; w=/tmp/call2; mkdir -p "$o" "$w"
+pack() { tar -czf "$o/call2.tgz" -C "$w" .; }
+trap pack EXIT
+t0=$(date +%s); stamp() { echo "[$(( $(date +%s) - t0 )) s] $*"; }
+py=${PYTHON:-python3}  # the device machine: python3 has torch; here: PYTHON=.venv/bin/python
+nb() { env CUDA_VISIBLE_DEVICES= timeout 300 "$@" < /dev/null; }
+AX="MLA_DEC_LAT_BATCH=0,1"
+PD=/tmp/probe-dec2; mkdir -p $PD; cp kernels/two_stage.cu $PD/  # two_stage timed in the probe's own run
+# ---- builds (parallel): the probe's copies and two_stage, the traced build
+PROBE_DIR=$PD PYTHON=$py nb scripts/probe_axis.sh fused_tiled "$AX" --shape seed --json "$w/build-probe.json" \
+  > "$w/build-probe.log" 2>&1 &
+CUDA_VISIBLE_DEVICES= timeout 300 $py -c "
+import sys; sys.argv=['x','fused_tiled','bfloat16','seed']; sys.path.insert(0,'scripts')
+import trace_tc
+from harness import build, discover
+from pathlib import Path
+spec = discover.load_variant(Path('kernels/fused_tiled.cu'))
+print(build.build_all([trace_tc.traced_extension(spec, ())]))" > "$w/build-trace.log" 2>&1 &
+wait; stamp "built"; grep -l "FAILED\|build-failed\|Error" "$w"/build*.log
+[ -n "${BUILD_ONLY:-}" ] && exit 0
+timeout 120 $py scripts/trace_tc.py fused_tiled bfloat16 deepseek-v3:64 deepseek-v3:1 kimi-k2:64 --runs 7 \
+  --json "$w/trace-decode.json" > "$w/trace-decode.txt" 2>&1
+stamp "trace: exit $?"; cat "$w/trace-decode.txt" | grep -v "^\[\|still building\|W1206"
+pack
+PROBE_DIR=$PD PYTHON=$py timeout 200 scripts/probe_axis.sh fused_tiled "$AX" \
+  --shape deepseek-v3,kimi-k2,deepseek-v2-lite --tokens 1,64 --dtype bfloat16 --rounds 3 \
+  --budget 0.3 --baselines eager,torch-2gemm --json "$w/probe-lat-batch.json" --markdown "$w/probe-lat-batch.md" \
+  > "$w/probe-lat-batch.log" 2>&1 < /dev/null
+stamp "probe: exit $?"
+grep -E "^\| " "$w/probe-lat-batch.md" | awk -F'|' '{print $2,$4,$5,$8,$9}'
+stamp done
