@@ -25,6 +25,7 @@ from harness import build, discover
 from pathlib import Path
 spec = discover.load_variant(Path('kernels/fused_tiled.cu'))
 print(build.build_all([trace_tc.traced_extension(spec, ())]))" > "$w/build-trace.log" 2>&1 &
+nb $py run_bench.py --variant fused_tiled --shape seed --json "$w/build.json" > "$w/build.log" 2>&1 &  # for ncu
 wait; stamp "built"; grep -l "FAILED\|build-failed\|Error" "$w"/build*.log
 [ -n "${BUILD_ONLY:-}" ] && exit 0
 timeout 120 $py scripts/trace_tc.py fused_tiled bfloat16 deepseek-v3:64 deepseek-v3:1 kimi-k2:64 --runs 7 \
@@ -37,4 +38,15 @@ PROBE_DIR=$PD PYTHON=$py timeout 200 scripts/probe_axis.sh fused_tiled "$AX" \
   > "$w/probe-lat-batch.log" 2>&1 < /dev/null
 stamp "probe: exit $?"
 grep -E "^\| " "$w/probe-lat-batch.md" | awk -F'|' '{print $2,$4,$5,$8,$9}'
+pack
+# ncu of the decode kernel at V3 64 (one call after an unprofiled one; clocks untouched)
+n="$w/ncu-fused_tiled-deepseek-v3-64-bfloat16"
+timeout 120 ncu --clock-control none --profile-from-start off --set full --launch-count 4 -f -o "$n" \
+  $py scripts/profile_variant.py fused_tiled deepseek-v3:64 bfloat16 3 > "$n.log" 2>&1
+stamp "ncu: exit $?"
+ncu --import "$n.ncu-rep" --csv --page details > "$n.csv" 2>&1
+ncu --import "$n.ncu-rep" --csv --page source --print-source sass > "$n-sass.csv" 2>&1
+rm -f "$n.ncu-rep"
+$py scripts/ncu_summary.py "$n.csv" 2>&1 | tee "$n.summary"
+$py scripts/ncu_hotspots.py "$n-sass.csv" 30 > "$n.hotspots" 2>&1; rm -f "$n-sass.csv"
 stamp done
