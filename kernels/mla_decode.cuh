@@ -9,20 +9,22 @@
  * latent wait below needs), one CTA per SM, 384 threads = producer warpgroup (one thread issues every TMA) + two
  * consumer warpgroups.
  *
- * GEMM1, clusters 0 .. ceil(R / 64) - 1: cluster c computes the latent columns 64c .. 64c+63 for the (<= 64) tokens,
- *   swapped (latent^T tile = w_down^T x hidden^T, wgmma m64n64k16, A = a w_down box M-major, B = a hidden box
- *   K-major), its 8 CTAs splitting d: CTA rank r takes k-steps [r * kpr, (r + 1) * kpr) of 64 (some may be empty).
- *   All of a CTA's k-steps are issued at entry (ring of 13 stages of 16 KB: w_down box 64 k x 64 columns + hidden
- *   box 64 tokens x 64 k), before any w_up box, so w_down is first in the DRAM queues. Consumer warpgroup g takes the
- *   k-steps of parity g; their fp32 partials (64 x 64, fragment order) are summed into a 16 KB partial in this CTA's
- *   shared memory; one cluster barrier; then CTA rank r sums float4s [128r, 128r + 128) of the 8 partials through
- *   distributed shared memory (128 threads, one float4 each), stores those latent elements (M x R, the dtype,
- *   rounded once like eager's latent) and one thread publishes them: red.release on `ready`.
+ * GEMM1, clusters c < H x ceil(R / 64) (H = 2 halves of d when that many clusters fit, DeepSeek-V3: all 16; else 1):
+ *   cluster c computes the latent columns 64t .. 64t+63 (t = c % tiles) for the (<= 64) tokens over half h = c / tiles
+ *   of d, swapped (latent^T tile = w_down^T x hidden^T, wgmma m64n64k16, A = a w_down box M-major, B = a hidden box
+ *   K-major), its 8 CTAs splitting the half: split (h, rank) takes k-steps [(8h + rank) kpr, ... + kpr) of 64 (some
+ *   may be empty). All of a CTA's k-steps are issued at entry (ring of up to 13 stages of 16 KB: w_down box 64 k x
+ *   64 columns + hidden box 64 tokens x 64 k), before any w_up box, so w_down is first in the DRAM queues. Consumer
+ *   warpgroup g takes the k-steps of parity g; their fp32 partials (64 x 64, fragment order) are summed into a 16 KB
+ *   partial in this CTA's shared memory; one cluster barrier; then CTA rank r sums float4s [128r, 128r + 128) of the
+ *   8 partials through distributed shared memory (128 threads, one float4 each). Half 1 stores that fp32 slice to
+ *   `hand` and releases `handed[t][r]`; half 0 (after acquiring it, if H = 2) adds it, stores those latent elements
+ *   (M x R, the dtype, rounded once like eager's latent) and one thread publishes them: red.release on `ready`.
  * w_up, every CTA: GEMM2 units are 128 output columns of out viewed as (M, 2N) (unit u < N / 128 reads w_up_k,
  *   else w_up_v), CTA b takes units b, b + grid, ... Its producer streams the units' k-steps (two boxes 64 k x 64
- *   columns, 16 KB) into a ring of 9 stages at [64 KB, 208 KB): at entry in CTAs without GEMM1 work, after the last
- *   GEMM1 k-step is consumed in the others (the ring overlaps GEMM1's). 9 of a CTA's (V3 64: 16) stages are in
- *   shared memory before the latent is, the rest stream as the consumers free stages.
+ *   columns, 16 KB) into a ring of 9 stages in [64 KB, 208 KB) (stage2_off): a stage that GEMM1's ring does not cover
+ *   is filled at entry, right behind GEMM1's boxes, the others once the last GEMM1 k-step is consumed. 9 of a CTA's
+ *   (V3 64: 16) stages are in shared memory before the latent is, the rest stream as the consumers free stages.
  * Latent wait: consumer thread 0 spins (ld.acquire) until `ready` == 8 x the GEMM1 clusters; the CTA's last passer
  *   resets `ready` and `consumed` (self-resetting: a graph replay starts from zero). The 256 consumer threads copy the
  *   latent (L2, ld.global.cg) into [0, 64 KB) as the K-major 128-byte-swizzled A boxes TMA would write (8 boxes of
@@ -31,8 +33,8 @@
  *   thread: token rows 16 * warp + lane / 4 (+8), columns 8j + 2 (lane % 4) (+1)); a stage is released (two
  *   arrivals) once the next one's wgmmas are issued; the epilogue stores each fragment pair as one 4-byte word
  *   (rows >= M skipped).
- * Shared memory: [0, 208 KB) GEMM1 ring, then latent [0, 64 KB) + w_up ring [64 KB, 208 KB); partial 16 KB;
- *   mbarriers. 225 KB.
+ * Shared memory: [0, 208 KB) GEMM1 ring (its first n1 stages), latent [0, 64 KB) once GEMM1 is done, w_up ring
+ *   [64 KB, 208 KB); partial 16 KB; mbarriers. 225 KB.
  */
 
 namespace mla_dec {
@@ -56,15 +58,32 @@ constexpr int SMEM_ALLOC = SMEM_BAR + N_BARS * 8 + 1024;     // + the alignment 
 static_assert(SMEM_ALLOC <= 232448, "the H100/H200 opt-in shared memory per block");
 static_assert(LAT_BYTES % STAGE_BYTES == 0, "the w_up ring starts on a stage boundary");
 
+// Where w_up stage s lives: stages 0-5 in [112 KB, 208 KB), 6-8 in [64 KB, 112 KB). A GEMM1 ring of n1 stages
+// covers [0, n1 * 16 KB), so with n1 <= 7 (DeepSeek-V3 with d in halves: 7 k-steps a CTA) the first six w_up
+// stages are free at entry and their boxes are issued right behind GEMM1's; the others wait for GEMM1's last stage.
+__host__ __device__ constexpr int stage2_off(int s) {
+    return s < 6 ? LAT_BYTES + 3 * STAGE_BYTES + s * STAGE_BYTES : LAT_BYTES + (s - 6) * STAGE_BYTES;
+}
+static_assert(G2_STAGES == 9 && stage2_off(5) + STAGE_BYTES == DATA_BYTES, "the w_up ring's placement");
+
+// 2: d in two halves when twice the latent tiles fit in clusters (every CTA then has GEMM1 work at DeepSeek-V3);
+// 1: one cluster a latent tile (a probe axis).
+#ifndef MLA_DEC_HALVES
+#define MLA_DEC_HALVES 2
+#endif
+
 struct Params {
     int M, D, R, N;
     int ksteps1;   // ceil(D / 64)
-    int kpr;       // GEMM1 k-steps per cluster rank
-    int tiles1;    // ceil(R / 64): clusters [0, tiles1) run GEMM1
+    int kpr;       // GEMM1 k-steps per CTA (a split: cluster rank within a half of d)
+    int tiles1;    // ceil(R / 64) latent tiles: clusters [0, halves * tiles1) run GEMM1
+    int halves;    // 1, or 2: d in two halves, the clusters of half 1 hand their sums to half 0's through L2
     int ksteps2;   // ceil(R / 64)
     int units2;    // 2N / 128
     int units_k;   // N / 128: units below read w_up_k
     int* ready;    // GEMM1 CTAs whose latent slice is stored (self-resetting)
+    int* handed;   // halves == 2: per (tile, rank), half 1's slice is in `hand` (self-resetting)
+    float4* hand;  // halves == 2: [tile][rank][128] fp32 slices of half 1
     int* consumed; // CTAs past the latent wait (self-resetting)
     void* latent;  // M x R
     void* out;     // M x 2N
@@ -77,16 +96,16 @@ struct Params {
 #endif
 
 // Timeline probe (scripts/trace_tc.py, -DMLA_TRACE): the engine's trace buffer and event names, launch slot 0 for
-// the CTAs with GEMM1 work and 1 for the others. "C start" here stamps the latent copied into shared memory and
+// the CTAs that store latent elements (GEMM1, half 0 of d) and 1 for the others. "C start" here stamps the latent copied into shared memory and
 // "P g2 latent ready" the latent wait passed (consumer thread 0). Compiled out otherwise.
 #ifdef MLA_TRACE
-__device__ __forceinline__ void dec_mark(bool g1, int ev) {
+__device__ __forceinline__ void dec_mark(bool stores_latent, int ev) {
     unsigned long long t;
     asm volatile("mov.u64 %0, %%globaltimer;\n" : "=l"(t) :: "memory");
     if (ev == mla::EV_SMID) asm volatile("{ .reg .u32 s; mov.u32 s, %%smid; cvt.u64.u32 %0, s; }\n" : "=l"(t));
-    if (blockIdx.x < mla::TRACE_CTAS) mla::trace_buf[g1 ? 0 : 1][blockIdx.x][ev] = t;
+    if (blockIdx.x < mla::TRACE_CTAS) mla::trace_buf[stores_latent ? 0 : 1][blockIdx.x][ev] = t;
 }
-#define DEC_MARK(ev) dec_mark(g1, ::mla::ev)
+#define DEC_MARK(ev) dec_mark(g1 && half == 0, ::mla::ev)
 #else
 #define DEC_MARK(ev) ((void)0)
 #endif
@@ -107,11 +126,13 @@ mla_decode_kernel(const __grid_constant__ CUtensorMap tm_hidden, const __grid_co
 
     const int tid = threadIdx.x;
     const int wg = tid / 128;
-    const int tile1 = int(blockIdx.x) / CLUSTER;        // 1-D grid, clusters of 8 consecutive CTAs
+    const int cl = int(blockIdx.x) / CLUSTER;           // 1-D grid, clusters of 8 consecutive CTAs
     const int krank = int(hop::cluster_ctarank());
-    const bool g1 = tile1 < p.tiles1;                   // uniform over the cluster
-    const int k0 = krank * p.kpr;
+    const bool g1 = cl < p.halves * p.tiles1;           // uniform over the cluster
+    const int tile1 = cl % p.tiles1, half = cl / p.tiles1;
+    const int k0 = (half * CLUSTER + krank) * p.kpr;
     const int nk1 = g1 ? max(0, min(k0 + p.kpr, p.ksteps1) - k0) : 0;
+    const int n1 = min(nk1, G1_STAGES);                 // GEMM1 ring stages in use: [0, n1 * 16 KB)
 
     if (tid == 0) {
         for (int s = 0; s < G1_STAGES; ++s) {
@@ -149,7 +170,7 @@ mla_decode_kernel(const __grid_constant__ CUtensorMap tm_hidden, const __grid_co
         }
         if (g1) hop::cluster_arrive();  // this role's arrivals on the partials' cluster barrier; waited at the end
         if (tid == 0) {
-            if (g1) hop::mbar_wait(g1_done, 0);  // every GEMM1 stage consumed: the ring's memory is free
+            bool g1_waited = !g1;
             int j = 0;
             for (int u = blockIdx.x; u < p.units2; u += gridDim.x) {
                 const bool is_k = u < p.units_k;
@@ -158,8 +179,12 @@ mla_decode_kernel(const __grid_constant__ CUtensorMap tm_hidden, const __grid_co
                 for (int kb = 0; kb < p.ksteps2; ++kb, ++j) {
                     const int s = j % G2_STAGES;
                     if (j >= G2_STAGES) hop::mbar_wait(&empty2[s], ((j / G2_STAGES) & 1) ^ 1);
+                    if (!g1_waited && stage2_off(s) < n1 * STAGE_BYTES) {
+                        hop::mbar_wait(g1_done, 0);  // every GEMM1 stage consumed: the ring's memory is free
+                        g1_waited = true;
+                    }
                     hop::mbar_arrive_expect_tx(&full2[s], STAGE_BYTES);
-                    unsigned char* st = smem + LAT_BYTES + s * STAGE_BYTES;
+                    unsigned char* st = smem + stage2_off(s);
                     hop::tma_load_2d(st, tb, x0, kb * BK, &full2[s]);
                     hop::tma_load_2d(st + BOX_BYTES, tb, x0 + 64, kb * BK, &full2[s]);
                     if (j == G2_STAGES - 1) DEC_MARK(EV_P_G2_PRE);
@@ -234,19 +259,34 @@ mla_decode_kernel(const __grid_constant__ CUtensorMap tm_hidden, const __grid_co
             float4 sum = v[0];
 #pragma unroll
             for (int s = 1; s < CLUSTER; ++s) { sum.x += v[s].x; sum.y += v[s].y; sum.z += v[s].z; sum.w += v[s].w; }
-            const int lc = tile1 * 64 + r_in;       // latent column (and + 8): the swapped product's row
-            const int tok = 8 * krank + 2 * q;      // token (and + 1): its column
-            auto put = [&](int row, int col, float x) {
-                if (row < p.M && col < p.R) lat[size_t(row) * p.R + col] = kv::from_f<T>(x);
-            };
-            put(tok, lc, sum.x);
-            put(tok + 1, lc, sum.y);
-            put(tok, lc + 8, sum.z);
-            put(tok + 1, lc + 8, sum.w);
+            const int slot = tile1 * CLUSTER + krank;
+            if (half == 1) {
+                __stcg(p.hand + size_t(slot) * 128 + ct, sum);  // to half 0's CTA of the same tile and rank
+            } else {
+                if (p.halves == 2) {
+                    if (ct == 0) {
+                        while (mla::ld_acquire(p.handed + slot) < 1) __nanosleep(32);
+                        p.handed[slot] = 0;  // its only reader: reset for the next call
+                    }
+                    hop::named_barrier(2, 128);
+                    const float4 o = __ldcg(p.hand + size_t(slot) * 128 + ct);
+                    sum.x += o.x; sum.y += o.y; sum.z += o.z; sum.w += o.w;
+                }
+                const int lc = tile1 * 64 + r_in;       // latent column (and + 8): the swapped product's row
+                const int tok = 8 * krank + 2 * q;      // token (and + 1): its column
+                auto put = [&](int row, int col, float x) {
+                    if (row < p.M && col < p.R) lat[size_t(row) * p.R + col] = kv::from_f<T>(x);
+                };
+                put(tok, lc, sum.x);
+                put(tok + 1, lc, sum.y);
+                put(tok, lc + 8, sum.z);
+                put(tok + 1, lc + 8, sum.w);
+            }
         }
-        hop::named_barrier(1, 256);  // this CTA's latent elements are stored (ordered before the release)
+        hop::named_barrier(1, 256);  // this CTA's slice is stored (ordered before the release)
         if (ct == 0) {
-            mla::red_release(p.ready, 1);
+            if (half == 1) mla::red_release(p.handed + tile1 * CLUSTER + krank, 1);
+            else mla::red_release(p.ready, 1);
             DEC_MARK(EV_C_G1_RED);
         }
     }
@@ -305,7 +345,7 @@ mla_decode_kernel(const __grid_constant__ CUtensorMap tm_hidden, const __grid_co
             hop::mbar_wait(&full2[s], (j / G2_STAGES) & 1);
             if (ct == 0 && j == 0) DEC_MARK(EV_C_G2_FIRST);
             const uint64_t da = hop::make_desc_sw128(smem + kb * BOX_BYTES, 16, 1024);
-            const uint64_t db = hop::make_desc_sw128(smem + LAT_BYTES + s * STAGE_BYTES + cw * BOX_BYTES, BOX_BYTES, 1024);
+            const uint64_t db = hop::make_desc_sw128(smem + stage2_off(s) + cw * BOX_BYTES, BOX_BYTES, 1024);
             hop::fence_acc(acc);
             hop::wgmma_fence();
 #pragma unroll
@@ -385,20 +425,29 @@ inline bool run(const torch::Tensor& hidden, const torch::Tensor& w_down, const 
     Params p{};
     p.M = M; p.D = D; p.R = R; p.N = N;
     p.ksteps1 = kv::cdiv(D, BK);
-    p.kpr = kv::cdiv(p.ksteps1, CLUSTER);
     p.tiles1 = kv::cdiv(R, 64);
+    const int max_cl = max_clusters<T>(dev);
+    p.halves = (MLA_DEC_HALVES == 2 && 2 * p.tiles1 <= max_cl && p.ksteps1 >= 2 * CLUSTER) ? 2 : 1;
+    p.kpr = kv::cdiv(p.ksteps1, CLUSTER * p.halves);
     p.ksteps2 = kv::cdiv(R, BK);
     p.units2 = 2 * N / UNIT_N;
     p.units_k = N / UNIT_N;
-    const int clusters = std::min(max_clusters<T>(dev), std::max(p.tiles1, kv::cdiv(p.units2, CLUSTER)));
-    if (clusters < p.tiles1) return false;
-    int* cnt = mla::counters_if_ready(dev, 2);
+    const int clusters = std::min(max_cl, std::max(p.halves * p.tiles1, kv::cdiv(p.units2, CLUSTER)));
+    if (clusters < p.halves * p.tiles1) return false;
+    const size_t n_cnt = 2 + size_t(p.tiles1) * CLUSTER;  // ready, consumed, handed per (tile, rank)
+    int* cnt = mla::counters_if_ready(dev, n_cnt);
     if (cnt == nullptr) {
         cudaStreamCaptureStatus cap = cudaStreamCaptureStatusNone;
         C10_CUDA_CHECK(cudaStreamIsCapturing(stream, &cap));
         if (cap != cudaStreamCaptureStatusNone) return false;
-        cnt = mla::counters(dev, 2, stream);
+        cnt = mla::counters(dev, n_cnt, stream);
     }
+    torch::Tensor hand;
+    if (p.halves == 2) {
+        hand = torch::empty({int64_t(p.tiles1) * CLUSTER * 128 * 4}, hidden.options().dtype(torch::kFloat32));
+        p.hand = reinterpret_cast<float4*>(hand.data_ptr());
+    }
+    p.handed = cnt + 2;
     auto latent = torch::empty({int64_t(M), int64_t(R)}, hidden.options());
     p.ready = cnt;
     p.consumed = cnt + 1;
