@@ -31,8 +31,9 @@
  *   64 tokens x 64 k; rows >= M and k >= R zero), fence.proxy.async.
  * GEMM2 per unit: consumer g owns the unit's columns 64g .. 64g+63 (wgmma m64n64k16, 32 fp32 accumulators a
  *   thread: token rows 16 * warp + lane / 4 (+8), columns 8j + 2 (lane % 4) (+1)); a stage is released (two
- *   arrivals) once the next one's wgmmas are issued; the epilogue stores each fragment pair as one 4-byte word
- *   (rows >= M skipped).
+ *   arrivals) once the next one's wgmmas are issued; the epilogue writes the warpgroup's 64 x 64 tile into a
+ *   128-byte-swizzled staging box (in the GEMM1 partial's memory, free by then) and TMA-stores it into out viewed as
+ *   (M, 2N) (rows >= M clipped), overlapped with the next unit.
  * Shared memory: [0, 208 KB) GEMM1 ring (its first n1 stages), latent [0, 64 KB) once GEMM1 is done, w_up ring
  *   [64 KB, 208 KB); partial 16 KB; mbarriers. 225 KB.
  */
@@ -95,6 +96,12 @@ struct Params {
 #define MLA_DEC_LAT_BATCH 1
 #endif
 
+// 1: each consumer warpgroup's 64 x 64 output tile goes through a swizzled staging box (the GEMM1 partial's memory,
+// free once the latent is there) and one TMA store; 0: 4-byte stores straight from the fragments (a probe axis).
+#ifndef MLA_DEC_TMA_STORE
+#define MLA_DEC_TMA_STORE 1
+#endif
+
 // Timeline probe (scripts/trace_tc.py, -DMLA_TRACE): the engine's trace buffer and event names, launch slot 0 for
 // the CTAs that store latent elements (GEMM1, half 0 of d) and 1 for the others. "C start" here stamps the latent copied into shared memory and
 // "P g2 latent ready" the latent wait passed (consumer thread 0). Compiled out otherwise.
@@ -114,7 +121,7 @@ template <typename T>
 __global__ void __launch_bounds__(THREADS, 1)
 mla_decode_kernel(const __grid_constant__ CUtensorMap tm_hidden, const __grid_constant__ CUtensorMap tm_wdown,
                   const __grid_constant__ CUtensorMap tm_wk, const __grid_constant__ CUtensorMap tm_wv,
-                  const Params p) {
+                  const __grid_constant__ CUtensorMap tm_out, const Params p) {
 #if KV_SM90A
     extern __shared__ __align__(1024) unsigned char smem_raw[];
     unsigned char* smem = reinterpret_cast<unsigned char*>((reinterpret_cast<uintptr_t>(smem_raw) + 1023) & ~uintptr_t(1023));
@@ -334,8 +341,10 @@ mla_decode_kernel(const __grid_constant__ CUtensorMap tm_hidden, const __grid_co
     if (ct == 0) DEC_MARK(EV_C_START);
 
     // ---- GEMM2
+#if !MLA_DEC_TMA_STORE
     T* const out = reinterpret_cast<T*>(p.out);
     const size_t ldo = 2 * size_t(p.N);
+#endif
     float acc[32];
     int j = 0;
     for (int u = blockIdx.x; u < p.units2; u += gridDim.x) {
@@ -363,6 +372,24 @@ mla_decode_kernel(const __grid_constant__ CUtensorMap tm_hidden, const __grid_co
         hop::fence_acc(acc);
         if (prev >= 0 && t == 0) hop::mbar_arrive(&empty2[prev]);
         if (ct == 0) DEC_MARK(EV_C_G2_MAIN);
+#if MLA_DEC_TMA_STORE
+        // staging: one 64 x 64 box a warpgroup in the partial's memory (every peer has read it: the latent is ready)
+        unsigned char* cst = smem + SMEM_PART + cw * BOX_BYTES;
+        if (t == 0) hop::tma_store_wait_read<0>();  // the previous unit's store has read the box
+        hop::named_barrier(3 + cw, 128);
+#pragma unroll
+        for (int jj = 0; jj < 8; ++jj) {  // column 8jj + 2q: chunk jj of the row, swizzled by row % 8 (r_in + 8: same)
+            unsigned char* b = cst + ((jj ^ (r_in & 7)) << 4) + 4 * q;
+            *reinterpret_cast<uint32_t*>(b + r_in * 128) = kv::pack2<T>(acc[4 * jj], acc[4 * jj + 1]);
+            *reinterpret_cast<uint32_t*>(b + (r_in + 8) * 128) = kv::pack2<T>(acc[4 * jj + 2], acc[4 * jj + 3]);
+        }
+        hop::fence_proxy_async_smem();
+        hop::named_barrier(3 + cw, 128);
+        if (t == 0) {
+            hop::tma_store_2d(&tm_out, cst, u * UNIT_N + 64 * cw, 0);  // rows >= M are not written
+            hop::tma_store_commit();
+        }
+#else
         const int col0 = u * UNIT_N + 64 * cw + 2 * q;
 #pragma unroll
         for (int jj = 0; jj < 8; ++jj) {
@@ -373,8 +400,12 @@ mla_decode_kernel(const __grid_constant__ CUtensorMap tm_hidden, const __grid_co
                 *reinterpret_cast<uint32_t*>(out + size_t(r_in + 8) * ldo + col) =
                     kv::pack2<T>(acc[4 * jj + 2], acc[4 * jj + 3]);
         }
+#endif
         if (ct == 0) DEC_MARK(EV_C_G2_STORE);
     }
+#if MLA_DEC_TMA_STORE
+    if (t == 0) hop::tma_store_wait<0>();  // the stores complete before the CTA exits
+#endif
     if (ct == 0) DEC_MARK(EV_EXIT);
 #endif
 }
@@ -460,7 +491,7 @@ inline bool run(const torch::Tensor& hidden, const torch::Tensor& w_down, const 
     shape.block = dim3(THREADS);
     shape.smem_bytes = SMEM_ALLOC;
     shape.cluster = dim3(CLUSTER);
-    hop::launch_ex(mla_decode_kernel<T>, shape, stream, maps.hidden, maps.wdown, maps.wk, maps.wv, p);
+    hop::launch_ex(mla_decode_kernel<T>, shape, stream, maps.hidden, maps.wdown, maps.wk, maps.wv, maps.out, p);
     return true;
 }
 

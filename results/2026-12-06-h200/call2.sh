@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # This session's second device call: the decode path checked (tc_check: d in halves is new), where its time goes
 # (scripts/trace_tc.py on fused_tiled: the CTAs that store latent elements in launch slot 0, the others in slot 1),
-# the probe MLA_DEC_HALVES 1 / 2 x MLA_DEC_LAT_BATCH 0 / 1 next to two_stage in the same run, and ncu of the
+# the probe MLA_DEC_HALVES 1 / 2 x MLA_DEC_LAT_BATCH 0 / 1 x MLA_DEC_TMA_STORE 0 / 1 next to two_stage in one run, and ncu of the
 # decode kernel at V3 64. From the repository root, third_party/cutlass carried:
 #   KVBENCH_COMMIT=<sha> bash results/2026-12-06-h200/call2.sh
 set -uo pipefail
@@ -13,7 +13,7 @@ trap pack EXIT
 t0=$(date +%s); stamp() { echo "[$(( $(date +%s) - t0 )) s] $*"; }
 py=${PYTHON:-python3}  # the device machine: python3 has torch; here: PYTHON=.venv/bin/python
 nb() { env CUDA_VISIBLE_DEVICES= timeout 300 "$@" < /dev/null; }
-AX="MLA_DEC_HALVES=1,2; MLA_DEC_LAT_BATCH=0,1"
+AX="MLA_DEC_HALVES=1,2; MLA_DEC_LAT_BATCH=0,1; MLA_DEC_TMA_STORE=0,1"
 PD=/tmp/probe-dec2; mkdir -p $PD; cp kernels/two_stage.cu $PD/  # two_stage timed in the probe's own run
 # ---- builds (parallel): the probe's copies and two_stage, the traced build
 PROBE_DIR=$PD PYTHON=$py nb scripts/probe_axis.sh fused_tiled "$AX" --shape seed --json "$w/build-probe.json" \
@@ -38,7 +38,7 @@ timeout 120 $py scripts/trace_tc.py fused_tiled bfloat16 deepseek-v3:64 deepseek
 stamp "trace: exit $?"; cat "$w/trace-decode.txt" | grep -v "^\[\|still building\|W1206"
 pack
 PROBE_DIR=$PD PYTHON=$py timeout 200 scripts/probe_axis.sh fused_tiled "$AX" \
-  --shape deepseek-v3,kimi-k2,deepseek-v2-lite --tokens 1,64 --dtype bfloat16 --rounds 3 \
+  --shape deepseek-v3,kimi-k2 --tokens 1,64 --dtype bfloat16 --rounds 3 \
   --budget 0.3 --baselines eager,torch-2gemm --json "$w/probe-halves-batch.json" --markdown "$w/probe-halves-batch.md" \
   > "$w/probe-halves-batch.log" 2>&1 < /dev/null
 stamp "probe: exit $?"
