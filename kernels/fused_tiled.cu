@@ -1,9 +1,11 @@
-// summary: The latent never leaves the chip or L2 between the two products. bf16/fp16 on sm_90a: ONE launch of a persistent TMA + wgmma kernel whose GEMM1 units (split-k over all SMs, w_down read once) publish per-row-tile ready flags and whose GEMM2 units start as soon as their row tile's latent is done; at decode sizes (M <= 128) every CTA prefetches its w_up tiles into L2 while GEMM1 runs. float32 and other shapes: one SIMT kernel over row tiles that keeps each row tile's latent in shared memory (DIRECT small-M path first).
+// summary: The latent never leaves the chip or L2 between the two products. bf16/fp16 on sm_90a: ONE launch. Decode (M <= 64): every CTA of a grid of 8-CTA clusters pulls its share of w_down and most of its w_up into shared memory at entry; GEMM1 split over d inside clusters (distributed shared memory), the latent published by a counter and copied by every CTA, then its w_up columns. Larger M: a persistent TMA + wgmma kernel whose GEMM1 units (split-k over all SMs, w_down read once) publish per-row-tile ready flags and whose GEMM2 units start as soon as their row tile's latent is done. float32 and other shapes: one SIMT kernel over row tiles that keeps each row tile's latent in shared memory (DIRECT small-M path first).
 // dtypes: float32,bfloat16,float16
 
 /*
- * Dispatch: bf16 / fp16 with D % 8 == 0, rank % 8 == 0, N % 256 == 0, 16-byte aligned tensors, on a 9.0 device with
- * this build's sm_90a kernels present -> tensor-core path; everything else -> the SIMT paths (second block below).
+ * Dispatch: bf16 / fp16, M <= 64, rank <= 512, D % 8 == 0, rank % 8 == 0, N % 128 == 0, 16-byte aligned tensors,
+ * on a 9.0 device with this build's sm_90a kernels present -> the decode path (kernels/mla_decode.cuh has its tiling,
+ * roles and shared-memory plan); else bf16 / fp16 with N % 256 == 0 -> the tensor-core path below; everything else ->
+ * the SIMT paths (second block below).
  *
  * Tensor-core path (kernels/mla_tc.cuh has the tile, the thread roles and the epilogues): one launch, grid =
  *   min(#SMs, units), one CTA per SM (all resident: the waits below need it). Units in order: GEMM1 units
@@ -14,7 +16,7 @@
  *   tile's flag, then TMA-loads the latent.
  *   Flags and split counters reset themselves (the row tile's last reader / the tile's last split), so a CUDA-graph
  *   replay starts from zero; no host-side state is read per call.
- *   Decode (M <= 128): tiles 64 x 256; GEMM1 splits up to 64 (DeepSeek-V3, M = 64: 2 tiles x 56 splits of 128 k,
+ *   M <= 128 (what the decode path declines, or MLA_FUSED_DECODE=0): tiles 64 x 256; GEMM1 splits up to 64 (DeepSeek-V3, M = 64: 2 tiles x 56 splits of 128 k,
  *   112 CTAs read w_down once between them), and before waiting for the latent each CTA prefetches (TMA to L2)
  *   every w_up box of its GEMM2 tiles, so w_up streams from DRAM during GEMM1 and is read from DRAM once.
  *   Larger M: tiles 128 x 256, no prefetch (w_up is reused from L2 across row tiles).
