@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # This session's second device call: the decode path checked (tc_check: d in halves is new), where its time goes
 # (scripts/trace_tc.py on fused_tiled: the CTAs that store latent elements in launch slot 0, the others in slot 1),
-# the probe MLA_DEC_HALVES 1 / 2 x MLA_DEC_LAT_BATCH 0 / 1 x MLA_DEC_TMA_STORE 0 / 1 next to two_stage in one run, and ncu of the
+# the probe MLA_DEC_HALVES 1 / 2 x MLA_DEC_TMA_STORE 0 / 1 next to two_stage in one run, the GPU suite's fused_tiled
+# tests, and ncu of the
 # decode kernel at V3 64. From the repository root, third_party/cutlass carried:
 #   KVBENCH_COMMIT=<sha> bash results/2026-12-06-h200/call2.sh
 set -uo pipefail
@@ -13,7 +14,7 @@ trap pack EXIT
 t0=$(date +%s); stamp() { echo "[$(( $(date +%s) - t0 )) s] $*"; }
 py=${PYTHON:-python3}  # the device machine: python3 has torch; here: PYTHON=.venv/bin/python
 nb() { env CUDA_VISIBLE_DEVICES= timeout 300 "$@" < /dev/null; }
-AX="MLA_DEC_HALVES=1,2; MLA_DEC_LAT_BATCH=0,1; MLA_DEC_TMA_STORE=0,1"
+AX="MLA_DEC_HALVES=1,2; MLA_DEC_TMA_STORE=0,1"  # MLA_DEC_LAT_BATCH at its default 1
 PD=/tmp/probe-dec2; mkdir -p $PD; cp kernels/two_stage.cu $PD/  # two_stage timed in the probe's own run
 # ---- builds (parallel): the probe's copies and two_stage, the traced build
 PROBE_DIR=$PD PYTHON=$py nb scripts/probe_axis.sh fused_tiled "$AX" --shape seed --json "$w/build-probe.json" \
@@ -33,17 +34,21 @@ SHAPES="b=1,s=5,d=512,rank=64,heads=3,head_dim=128 b=4,s=16,d=1032,rank=200,head
 TIME=1 timeout 90 $py scripts/tc_check.py fused_tiled bfloat16,float16 $SHAPES > "$w/tc-check.log" 2>&1
 stamp "tc_check: exit $?"; grep -v "^\[\|W1206\|still building" "$w/tc-check.log" | cut -c1-150
 pack
+PROBE_DIR=$PD PYTHON=$py timeout 200 scripts/probe_axis.sh fused_tiled "$AX" \
+  --shape deepseek-v3,kimi-k2 --tokens 1,64 --dtype bfloat16 --rounds 3 \
+  --budget 0.3 --baselines eager,torch-2gemm --json "$w/probe-halves-store.json" --markdown "$w/probe-halves-store.md" \
+  > "$w/probe-halves-store.log" 2>&1 < /dev/null
+stamp "probe: exit $?"
+grep -E "^\| " "$w/probe-halves-store.md" | awk -F'|' '{print $2,$4,$5,$8,$9}'
+pack
+timeout -s INT -k 20 120 $py -m pytest -q -m gpu -k fused_tiled -p no:cacheprovider -rfEs > "$w/gpu-tests.log" 2>&1
+stamp "GPU tests (fused_tiled): exit $?: $(grep -E 'passed|failed' "$w/gpu-tests.log" | tail -1)"
+pack
 timeout 120 $py scripts/trace_tc.py fused_tiled bfloat16 deepseek-v3:64 deepseek-v3:1 kimi-k2:64 --runs 7 \
   --json "$w/trace-decode.json" > "$w/trace-decode.txt" 2>&1
 stamp "trace: exit $?"; cat "$w/trace-decode.txt" | grep -v "^\[\|still building\|W1206"
 pack
-PROBE_DIR=$PD PYTHON=$py timeout 200 scripts/probe_axis.sh fused_tiled "$AX" \
-  --shape deepseek-v3,kimi-k2 --tokens 1,64 --dtype bfloat16 --rounds 3 \
-  --budget 0.3 --baselines eager,torch-2gemm --json "$w/probe-halves-batch.json" --markdown "$w/probe-halves-batch.md" \
-  > "$w/probe-halves-batch.log" 2>&1 < /dev/null
-stamp "probe: exit $?"
-grep -E "^\| " "$w/probe-halves-batch.md" | awk -F'|' '{print $2,$4,$5,$8,$9}'
-pack
+[ $(( $(date +%s) - t0 )) -gt 420 ] && { stamp "no time for ncu"; exit 0; }
 # ncu of the decode kernel at V3 64 (one call after an unprofiled one; clocks untouched)
 n="$w/ncu-fused_tiled-deepseek-v3-64-bfloat16"
 timeout 120 ncu --clock-control none --profile-from-start off --set full --launch-count 4 -f -o "$n" \
