@@ -9,7 +9,7 @@
  * latent wait below needs), one CTA per SM, 384 threads = producer warpgroup (one thread issues every TMA) + two
  * consumer warpgroups.
  *
- * GEMM1, clusters c < H x ceil(R / 64) (H = 2 halves of d when that many clusters fit, DeepSeek-V3: all 16; else 1):
+ * GEMM1, clusters c < H x ceil(R / 64) (H = 1; with MLA_DEC_HALVES=2, 2 halves of d when that many clusters fit):
  *   cluster c computes the latent columns 64t .. 64t+63 (t = c % tiles) for the (<= 64) tokens over half h = c / tiles
  *   of d, swapped (latent^T tile = w_down^T x hidden^T, wgmma m64n64k16, A = a w_down box M-major, B = a hidden box
  *   K-major), its 8 CTAs splitting the half: split (h, rank) takes k-steps [(8h + rank) kpr, ... + kpr) of 64 (some
@@ -31,9 +31,9 @@
  *   64 tokens x 64 k; rows >= M and k >= R zero), fence.proxy.async.
  * GEMM2 per unit: consumer g owns the unit's columns 64g .. 64g+63 (wgmma m64n64k16, 32 fp32 accumulators a
  *   thread: token rows 16 * warp + lane / 4 (+8), columns 8j + 2 (lane % 4) (+1)); a stage is released (two
- *   arrivals) once the next one's wgmmas are issued; the epilogue writes the warpgroup's 64 x 64 tile into a
- *   128-byte-swizzled staging box (in the GEMM1 partial's memory, free by then) and TMA-stores it into out viewed as
- *   (M, 2N) (rows >= M clipped), overlapped with the next unit.
+ *   arrivals) once the next one's wgmmas are issued. Epilogue, M >= 32: the warpgroup's 64 x 64 tile into a
+ *   128-byte-swizzled staging box (in the GEMM1 partial's memory, free by then), TMA-stored into out viewed as
+ *   (M, 2N) (rows >= M clipped) while the next unit runs; smaller M: each fragment pair as one 4-byte store.
  * Shared memory: [0, 208 KB) GEMM1 ring (its first n1 stages), latent [0, 64 KB) once GEMM1 is done, w_up ring
  *   [64 KB, 208 KB); partial 16 KB; mbarriers. 225 KB.
  */
@@ -68,9 +68,10 @@ __host__ __device__ constexpr int stage2_off(int s) {
 static_assert(G2_STAGES == 9 && stage2_off(5) + STAGE_BYTES == DATA_BYTES, "the w_up ring's placement");
 
 // 2: d in two halves when twice the latent tiles fit in clusters (every CTA then has GEMM1 work at DeepSeek-V3);
-// 1: one cluster a latent tile (a probe axis).
+// 1: one cluster a latent tile. A probe axis, default 1: checked correct at 2 (tc_check, 2026-12-06), but its speed
+// at DeepSeek-V3 is not measured (the H100 that ran it held 15 clusters of 8, too few for 2 x 8 tiles).
 #ifndef MLA_DEC_HALVES
-#define MLA_DEC_HALVES 2
+#define MLA_DEC_HALVES 1
 #endif
 
 struct Params {
@@ -82,6 +83,7 @@ struct Params {
     int ksteps2;   // ceil(R / 64)
     int units2;    // 2N / 128
     int units_k;   // N / 128: units below read w_up_k
+    int tma_store; // M >= MLA_DEC_TMA_STORE_MIN_M: the output through staging boxes and TMA stores
     int* ready;    // GEMM1 CTAs whose latent slice is stored (self-resetting)
     int* handed;   // halves == 2: per (tile, rank), half 1's slice is in `hand` (self-resetting)
     float4* hand;  // halves == 2: [tile][rank][128] fp32 slices of half 1
@@ -96,10 +98,12 @@ struct Params {
 #define MLA_DEC_LAT_BATCH 1
 #endif
 
-// 1: each consumer warpgroup's 64 x 64 output tile goes through a swizzled staging box (the GEMM1 partial's memory,
-// free once the latent is there) and one TMA store; 0: 4-byte stores straight from the fragments (a probe axis).
-#ifndef MLA_DEC_TMA_STORE
-#define MLA_DEC_TMA_STORE 1
+// The output goes through a swizzled staging box (the GEMM1 partial's memory, free once the latent is there) and one
+// TMA store per consumer warpgroup and unit when M >= this, else as 4-byte stores straight from the fragments: on an
+// H100 the TMA store was 0.9-1.0 us faster at 64 tokens and 1.0-1.2 us slower at 1 token (results/NOTES.md,
+// 2026-12-06); the crossover between is not measured. A probe axis (1: always, 65: never).
+#ifndef MLA_DEC_TMA_STORE_MIN_M
+#define MLA_DEC_TMA_STORE_MIN_M 32
 #endif
 
 // Timeline probe (scripts/trace_tc.py, -DMLA_TRACE): the engine's trace buffer and event names, launch slot 0 for
@@ -341,10 +345,8 @@ mla_decode_kernel(const __grid_constant__ CUtensorMap tm_hidden, const __grid_co
     if (ct == 0) DEC_MARK(EV_C_START);
 
     // ---- GEMM2
-#if !MLA_DEC_TMA_STORE
     T* const out = reinterpret_cast<T*>(p.out);
     const size_t ldo = 2 * size_t(p.N);
-#endif
     float acc[32];
     int j = 0;
     for (int u = blockIdx.x; u < p.units2; u += gridDim.x) {
@@ -372,40 +374,39 @@ mla_decode_kernel(const __grid_constant__ CUtensorMap tm_hidden, const __grid_co
         hop::fence_acc(acc);
         if (prev >= 0 && t == 0) hop::mbar_arrive(&empty2[prev]);
         if (ct == 0) DEC_MARK(EV_C_G2_MAIN);
-#if MLA_DEC_TMA_STORE
-        // staging: one 64 x 64 box a warpgroup in the partial's memory (every peer has read it: the latent is ready)
-        unsigned char* cst = smem + SMEM_PART + cw * BOX_BYTES;
-        if (t == 0) hop::tma_store_wait_read<0>();  // the previous unit's store has read the box
-        hop::named_barrier(3 + cw, 128);
+        if (p.tma_store) {
+            // staging: one 64 x 64 box a warpgroup in the partial's memory (every peer has read it: the latent is ready)
+            unsigned char* cst = smem + SMEM_PART + cw * BOX_BYTES;
+            if (t == 0) hop::tma_store_wait_read<0>();  // the previous unit's store has read the box
+            hop::named_barrier(3 + cw, 128);
 #pragma unroll
-        for (int jj = 0; jj < 8; ++jj) {  // column 8jj + 2q: chunk jj of the row, swizzled by row % 8 (r_in + 8: same)
-            unsigned char* b = cst + ((jj ^ (r_in & 7)) << 4) + 4 * q;
-            *reinterpret_cast<uint32_t*>(b + r_in * 128) = kv::pack2<T>(acc[4 * jj], acc[4 * jj + 1]);
-            *reinterpret_cast<uint32_t*>(b + (r_in + 8) * 128) = kv::pack2<T>(acc[4 * jj + 2], acc[4 * jj + 3]);
-        }
-        hop::fence_proxy_async_smem();
-        hop::named_barrier(3 + cw, 128);
-        if (t == 0) {
-            hop::tma_store_2d(&tm_out, cst, u * UNIT_N + 64 * cw, 0);  // rows >= M are not written
-            hop::tma_store_commit();
-        }
-#else
-        const int col0 = u * UNIT_N + 64 * cw + 2 * q;
+            for (int jj = 0; jj < 8; ++jj) {  // column 8jj + 2q: chunk jj of the row, swizzled by row % 8 (and r_in + 8)
+                unsigned char* b = cst + ((jj ^ (r_in & 7)) << 4) + 4 * q;
+                *reinterpret_cast<uint32_t*>(b + r_in * 128) = kv::pack2<T>(acc[4 * jj], acc[4 * jj + 1]);
+                *reinterpret_cast<uint32_t*>(b + (r_in + 8) * 128) = kv::pack2<T>(acc[4 * jj + 2], acc[4 * jj + 3]);
+            }
+            hop::fence_proxy_async_smem();
+            hop::named_barrier(3 + cw, 128);
+            if (t == 0) {
+                hop::tma_store_2d(&tm_out, cst, u * UNIT_N + 64 * cw, 0);  // rows >= M are not written
+                hop::tma_store_commit();
+            }
+        } else {
+            const int col0 = u * UNIT_N + 64 * cw + 2 * q;
 #pragma unroll
-        for (int jj = 0; jj < 8; ++jj) {
-            const int col = col0 + 8 * jj;
-            if (r_in < p.M)
-                *reinterpret_cast<uint32_t*>(out + size_t(r_in) * ldo + col) = kv::pack2<T>(acc[4 * jj], acc[4 * jj + 1]);
-            if (r_in + 8 < p.M)
-                *reinterpret_cast<uint32_t*>(out + size_t(r_in + 8) * ldo + col) =
-                    kv::pack2<T>(acc[4 * jj + 2], acc[4 * jj + 3]);
+            for (int jj = 0; jj < 8; ++jj) {
+                const int col = col0 + 8 * jj;
+                if (r_in < p.M)
+                    *reinterpret_cast<uint32_t*>(out + size_t(r_in) * ldo + col) =
+                        kv::pack2<T>(acc[4 * jj], acc[4 * jj + 1]);
+                if (r_in + 8 < p.M)
+                    *reinterpret_cast<uint32_t*>(out + size_t(r_in + 8) * ldo + col) =
+                        kv::pack2<T>(acc[4 * jj + 2], acc[4 * jj + 3]);
+            }
         }
-#endif
         if (ct == 0) DEC_MARK(EV_C_G2_STORE);
     }
-#if MLA_DEC_TMA_STORE
-    if (t == 0) hop::tma_store_wait<0>();  // the stores complete before the CTA exits
-#endif
+    if (p.tma_store && t == 0) hop::tma_store_wait<0>();  // the stores complete before the CTA exits
     if (ct == 0) DEC_MARK(EV_EXIT);
 #endif
 }
@@ -463,6 +464,7 @@ inline bool run(const torch::Tensor& hidden, const torch::Tensor& w_down, const 
     p.ksteps2 = kv::cdiv(R, BK);
     p.units2 = 2 * N / UNIT_N;
     p.units_k = N / UNIT_N;
+    p.tma_store = M >= MLA_DEC_TMA_STORE_MIN_M ? 1 : 0;
     const int clusters = std::min(max_cl, std::max(p.halves * p.tiles1, kv::cdiv(p.units2, CLUSTER)));
     if (clusters < p.halves * p.tiles1) return false;
     const size_t n_cnt = 2 + size_t(p.tiles1) * CLUSTER;  // ready, consumed, handed per (tile, rank)
