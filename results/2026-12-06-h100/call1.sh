@@ -4,7 +4,7 @@
 # and a hang guard first), the probe MLA_FUSED_DECODE 0 / 1 at 64 tokens over the presets (3 rounds), the GPU suite's
 # fused_tiled tests, and in the time left the issue-9 decode rows next to two_stage. From the repository root,
 # third_party/cutlass carried:
-#   KVBENCH_COMMIT=<sha> bash results/2026-12-06-h200/call1.sh
+#   KVBENCH_COMMIT=<sha> bash results/2026-12-06-h100/call1.sh
 set -uo pipefail
 export CUDA_HOME=/usr/local/cuda PATH=/usr/local/cuda/bin:$PATH TORCH_CUDA_ARCH_LIST=9.0a PYTHONUNBUFFERED=1
 export KVBENCH_CUTLASS_DIR=third_party/cutlass

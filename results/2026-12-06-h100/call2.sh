@@ -4,7 +4,7 @@
 # the probe MLA_DEC_HALVES 1 / 2 x MLA_DEC_TMA_STORE 0 / 1 next to two_stage in one run, the GPU suite's fused_tiled
 # tests, and ncu of the
 # decode kernel at V3 64. From the repository root, third_party/cutlass carried:
-#   KVBENCH_COMMIT=<sha> bash results/2026-12-06-h200/call2.sh
+#   KVBENCH_COMMIT=<sha> bash results/2026-12-06-h100/call2.sh
 set -uo pipefail
 export CUDA_HOME=/usr/local/cuda PATH=/usr/local/cuda/bin:$PATH TORCH_CUDA_ARCH_LIST=9.0a PYTHONUNBUFFERED=1
 export KVBENCH_CUTLASS_DIR=third_party/cutlass
