@@ -92,12 +92,6 @@ struct Params {
     void* out;     // M x 2N
 };
 
-// 1: each consumer thread issues all its latent loads (16 at V3) before its shared-memory stores; 0: one load, one
-// store at a time (a probe axis).
-#ifndef MLA_DEC_LAT_BATCH
-#define MLA_DEC_LAT_BATCH 1
-#endif
-
 // The output goes through a swizzled staging box (the GEMM1 partial's memory, free once the latent is there) and one
 // TMA store per consumer warpgroup and unit when M >= this, else as 4-byte stores straight from the fragments: on an
 // H100 the TMA store was 0.9-1.0 us faster at 64 tokens and 1.0-1.2 us slower at 1 token (results/NOTES.md,
@@ -316,11 +310,12 @@ mla_decode_kernel(const __grid_constant__ CUtensorMap tm_hidden, const __grid_co
     {
         const int cpr = p.ksteps2 * 8;  // 16-byte chunks per latent row in the boxes
         const int valid = p.R / 8;      // chunks with data (R % 8 == 0)
-#if MLA_DEC_LAT_BATCH
+        // every load in flight before the first store: one L2 round trip (one at a time was ~2.4 us slower at V3 64
+        // on an H100, results/NOTES.md 2026-12-06)
         constexpr int PER = MAX_M * (MAX_R / 8) / 256;  // chunks a thread copies at most (16)
         uint4 v[PER];
 #pragma unroll
-        for (int i = 0; i < PER; ++i) {  // every load in flight before the first store
+        for (int i = 0; i < PER; ++i) {
             const int idx = ct + 256 * i, r = idx / cpr, cc = idx - r * cpr;
             v[i] = make_uint4(0u, 0u, 0u, 0u);
             if (r < p.M && cc < valid) v[i] = __ldcg(reinterpret_cast<const uint4*>(lat + size_t(r) * p.R) + cc);
@@ -331,14 +326,6 @@ mla_decode_kernel(const __grid_constant__ CUtensorMap tm_hidden, const __grid_co
             if (r < MAX_M)
                 *reinterpret_cast<uint4*>(smem + (cc >> 3) * BOX_BYTES + r * 128 + (((cc & 7) ^ (r & 7)) << 4)) = v[i];
         }
-#else
-        for (int i = ct; i < MAX_M * cpr; i += 256) {
-            const int r = i / cpr, cc = i - r * cpr;
-            uint4 v = make_uint4(0u, 0u, 0u, 0u);
-            if (r < p.M && cc < valid) v = __ldcg(reinterpret_cast<const uint4*>(lat + size_t(r) * p.R) + cc);
-            *reinterpret_cast<uint4*>(smem + (cc >> 3) * BOX_BYTES + r * 128 + (((cc & 7) ^ (r & 7)) << 4)) = v;
-        }
-#endif
     }
     hop::fence_proxy_async_smem();
     hop::named_barrier(1, 256);
