@@ -16,8 +16,8 @@
  *   tile's flag, then TMA-loads the latent.
  *   Flags and split counters reset themselves (the row tile's last reader / the tile's last split), so a CUDA-graph
  *   replay starts from zero; no host-side state is read per call.
- *   M <= 128 (what the decode path declines, or MLA_FUSED_DECODE=0): tiles 64 x 256; GEMM1 splits up to 64 (DeepSeek-V3, M = 64: 2 tiles x 56 splits of 128 k,
- *   112 CTAs read w_down once between them), and before waiting for the latent each CTA prefetches (TMA to L2)
+ *   M <= 128 (what the decode path declines, or MLA_FUSED_DECODE=0): tiles 64 x 256; GEMM1 splits up to 64
+ *   (DeepSeek-V3, M = 64: 2 tiles x 56 splits of 128 k, 112 CTAs read w_down once between them), and before waiting for the latent each CTA prefetches (TMA to L2)
  *   every w_up box of its GEMM2 tiles, so w_up streams from DRAM during GEMM1 and is read from DRAM once.
  *   Larger M: tiles 128 x 256, no prefetch (w_up is reused from L2 across row tiles).
  *
