@@ -54,7 +54,7 @@ constexpr int G2_STAGES = (DATA_BYTES - LAT_BYTES) / STAGE_BYTES;  // 9
 constexpr int SMEM_PART = DATA_BYTES;
 constexpr int PART_BYTES = 64 * 64 * 4;                      // one GEMM1 tile's fp32 partial
 constexpr int SMEM_BAR = SMEM_PART + PART_BYTES;
-constexpr int N_BARS = 2 * G1_STAGES + 2 * G2_STAGES + 1;
+constexpr int N_BARS = 2 * G1_STAGES + 2 * G2_STAGES + 3;
 constexpr int SMEM_ALLOC = SMEM_BAR + N_BARS * 8 + 1024;     // + the alignment of the base to 1024
 static_assert(SMEM_ALLOC <= 232448, "the H100/H200 opt-in shared memory per block");
 static_assert(LAT_BYTES % STAGE_BYTES == 0, "the w_up ring starts on a stage boundary");
@@ -72,6 +72,21 @@ static_assert(G2_STAGES == 9 && stage2_off(5) + STAGE_BYTES == DATA_BYTES, "the 
 // at DeepSeek-V3 is not measured (the H100 that ran it held 15 clusters of 8, too few for 2 x 8 tiles).
 #ifndef MLA_DEC_HALVES
 #define MLA_DEC_HALVES 1
+#endif
+
+// When a GEMM1 CTA issues its w_up boxes: 0, once its GEMM1 stages are consumed (into the freed ring); 1, once its
+// latent slice is released. The trace (results/NOTES.md, 2026-12-06) has the release taking 3.4 us while those fills
+// (64 CTAs x 144 KB at V3 64) are queued; 1 keeps them off the release's path at the cost of starting them later.
+// A probe axis.
+#ifndef MLA_DEC_FILL_AFTER_RELEASE
+#define MLA_DEC_FILL_AFTER_RELEASE 0
+#endif
+
+// w_up stages a CTA issues before the latent is published (then its producer waits for the CTA's consumers to see
+// it): fewer fills queued in L2 while the latent's release, acquire and copy cross it. G2_STAGES = no cap. A probe
+// axis.
+#ifndef MLA_DEC_PREFILL
+#define MLA_DEC_PREFILL 9
 #endif
 
 struct Params {
@@ -128,6 +143,8 @@ mla_decode_kernel(const __grid_constant__ CUtensorMap tm_hidden, const __grid_co
     uint64_t* full2 = empty1 + G1_STAGES;
     uint64_t* empty2 = full2 + G2_STAGES;
     uint64_t* g1_done = empty2 + G2_STAGES;
+    uint64_t* released = g1_done + 1;  // this CTA's latent slice is released (GEMM1 CTAs)
+    uint64_t* lat_seen = g1_done + 2;  // the latent wait passed
 
     const int tid = threadIdx.x;
     const int wg = tid / 128;
@@ -149,6 +166,8 @@ mla_decode_kernel(const __grid_constant__ CUtensorMap tm_hidden, const __grid_co
             hop::mbar_init(&empty2[s], 2);  // a GEMM2 stage by both (one box each)
         }
         hop::mbar_init(g1_done, 2);
+        hop::mbar_init(released, 1);
+        hop::mbar_init(lat_seen, 1);
         hop::fence_barrier_init();
         DEC_MARK(EV_ENTRY);
         DEC_MARK(EV_SMID);
@@ -176,6 +195,7 @@ mla_decode_kernel(const __grid_constant__ CUtensorMap tm_hidden, const __grid_co
         if (g1) hop::cluster_arrive();  // this role's arrivals on the partials' cluster barrier; waited at the end
         if (tid == 0) {
             bool g1_waited = !g1;
+            bool lat_waited = false;
             int j = 0;
             for (int u = blockIdx.x; u < p.units2; u += gridDim.x) {
                 const bool is_k = u < p.units_k;
@@ -184,9 +204,14 @@ mla_decode_kernel(const __grid_constant__ CUtensorMap tm_hidden, const __grid_co
                 for (int kb = 0; kb < p.ksteps2; ++kb, ++j) {
                     const int s = j % G2_STAGES;
                     if (j >= G2_STAGES) hop::mbar_wait(&empty2[s], ((j / G2_STAGES) & 1) ^ 1);
-                    if (!g1_waited && stage2_off(s) < n1 * STAGE_BYTES) {
-                        hop::mbar_wait(g1_done, 0);  // every GEMM1 stage consumed: the ring's memory is free
+                    if (!g1_waited && (MLA_DEC_FILL_AFTER_RELEASE || stage2_off(s) < n1 * STAGE_BYTES)) {
+                        // every GEMM1 stage consumed: the ring's memory is free (the release comes after that)
+                        hop::mbar_wait(MLA_DEC_FILL_AFTER_RELEASE ? released : g1_done, 0);
                         g1_waited = true;
+                    }
+                    if (!lat_waited && j >= MLA_DEC_PREFILL) {
+                        hop::mbar_wait(lat_seen, 0);
+                        lat_waited = true;
                     }
                     hop::mbar_arrive_expect_tx(&full2[s], STAGE_BYTES);
                     unsigned char* st = smem + stage2_off(s);
@@ -292,6 +317,7 @@ mla_decode_kernel(const __grid_constant__ CUtensorMap tm_hidden, const __grid_co
         if (ct == 0) {
             if (half == 1) mla::red_release(p.handed + tile1 * CLUSTER + krank, 1);
             else mla::red_release(p.ready, 1);
+            hop::mbar_arrive(released);
             DEC_MARK(EV_C_G1_RED);
         }
     }
@@ -304,6 +330,7 @@ mla_decode_kernel(const __grid_constant__ CUtensorMap tm_hidden, const __grid_co
             *p.consumed = 0;
             *p.ready = 0;
         }
+        hop::mbar_arrive(lat_seen);
         DEC_MARK(EV_P_G2_READY);
     }
     hop::named_barrier(1, 256);
