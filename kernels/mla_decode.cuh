@@ -54,7 +54,7 @@ constexpr int G2_STAGES = (DATA_BYTES - LAT_BYTES) / STAGE_BYTES;  // 9
 constexpr int SMEM_PART = DATA_BYTES;
 constexpr int PART_BYTES = 64 * 64 * 4;                      // one GEMM1 tile's fp32 partial
 constexpr int SMEM_BAR = SMEM_PART + PART_BYTES;
-constexpr int N_BARS = 2 * G1_STAGES + 2 * G2_STAGES + 3;
+constexpr int N_BARS = 2 * G1_STAGES + 2 * G2_STAGES + 4;
 constexpr int SMEM_ALLOC = SMEM_BAR + N_BARS * 8 + 1024;     // + the alignment of the base to 1024
 static_assert(SMEM_ALLOC <= 232448, "the H100/H200 opt-in shared memory per block");
 static_assert(LAT_BYTES % STAGE_BYTES == 0, "the w_up ring starts on a stage boundary");
@@ -87,6 +87,14 @@ static_assert(G2_STAGES == 9 && stage2_off(5) + STAGE_BYTES == DATA_BYTES, "the 
 // axis.
 #ifndef MLA_DEC_PREFILL
 #define MLA_DEC_PREFILL 9
+#endif
+
+// How the latent reaches each CTA's A boxes once published: 0, the 256 consumer threads load it (ld.global.cg, one
+// batched round trip) and store it swizzled; 1, one thread's TMA loads (8 boxes); 2, TMA multicast in the cluster
+// (rank r loads boxes r, r + 8, ... into all 8 CTAs: one L2 read a cluster, not 8). The first form took 2.2 us at
+// V3 64 on an H100 (results/NOTES.md, 2026-12-06). A probe axis.
+#ifndef MLA_DEC_LAT_COPY
+#define MLA_DEC_LAT_COPY 0
 #endif
 
 struct Params {
@@ -134,7 +142,8 @@ template <typename T>
 __global__ void __launch_bounds__(THREADS, 1)
 mla_decode_kernel(const __grid_constant__ CUtensorMap tm_hidden, const __grid_constant__ CUtensorMap tm_wdown,
                   const __grid_constant__ CUtensorMap tm_wk, const __grid_constant__ CUtensorMap tm_wv,
-                  const __grid_constant__ CUtensorMap tm_out, const Params p) {
+                  const __grid_constant__ CUtensorMap tm_out, const __grid_constant__ CUtensorMap tm_lat,
+                  const Params p) {
 #if KV_SM90A
     extern __shared__ __align__(1024) unsigned char smem_raw[];
     unsigned char* smem = reinterpret_cast<unsigned char*>((reinterpret_cast<uintptr_t>(smem_raw) + 1023) & ~uintptr_t(1023));
@@ -145,6 +154,7 @@ mla_decode_kernel(const __grid_constant__ CUtensorMap tm_hidden, const __grid_co
     uint64_t* g1_done = empty2 + G2_STAGES;
     uint64_t* released = g1_done + 1;  // this CTA's latent slice is released (GEMM1 CTAs)
     uint64_t* lat_seen = g1_done + 2;  // the latent wait passed
+    uint64_t* lat_full = g1_done + 3;  // MLA_DEC_LAT_COPY >= 1: the latent's boxes landed
 
     const int tid = threadIdx.x;
     const int wg = tid / 128;
@@ -168,11 +178,14 @@ mla_decode_kernel(const __grid_constant__ CUtensorMap tm_hidden, const __grid_co
         hop::mbar_init(g1_done, 2);
         hop::mbar_init(released, 1);
         hop::mbar_init(lat_seen, 1);
+        hop::mbar_init(lat_full, 1);
         hop::fence_barrier_init();
         DEC_MARK(EV_ENTRY);
         DEC_MARK(EV_SMID);
     }
     __syncthreads();
+    // multicast: every peer's barriers are initialized before any box lands in it (waited before the first issue)
+    if (MLA_DEC_LAT_COPY == 2) hop::cluster_arrive();
 
     if (wg == 0) {
         // ------------------------------------------------------------ producer
@@ -181,6 +194,7 @@ mla_decode_kernel(const __grid_constant__ CUtensorMap tm_hidden, const __grid_co
             hop::prefetch_tmap(&tm_wdown);
             hop::prefetch_tmap(&tm_wk);
             hop::prefetch_tmap(&tm_wv);
+            if (MLA_DEC_LAT_COPY != 0) hop::prefetch_tmap(&tm_lat);
             DEC_MARK(EV_P_TMAP);
             for (int j = 0; j < nk1; ++j) {
                 const int s = j % G1_STAGES;
@@ -192,6 +206,7 @@ mla_decode_kernel(const __grid_constant__ CUtensorMap tm_hidden, const __grid_co
             }
             if (g1) DEC_MARK(EV_P_G1_ISSUED);
         }
+        if (MLA_DEC_LAT_COPY == 2 && g1) hop::cluster_wait();  // before its next arrival; the others' at the end
         if (g1) hop::cluster_arrive();  // this role's arrivals on the partials' cluster barrier; waited at the end
         if (tid == 0) {
             bool g1_waited = !g1;
@@ -222,7 +237,7 @@ mla_decode_kernel(const __grid_constant__ CUtensorMap tm_hidden, const __grid_co
             }
             DEC_MARK(EV_P_G2_ISSUED);
         }
-        if (g1) hop::cluster_wait();
+        if (g1 || MLA_DEC_LAT_COPY == 2) hop::cluster_wait();
         return;
     }
 
@@ -279,6 +294,7 @@ mla_decode_kernel(const __grid_constant__ CUtensorMap tm_hidden, const __grid_co
             }
         }
         if (ct == 128) DEC_MARK(EV_C_G1_PART);
+        if (MLA_DEC_LAT_COPY == 2) hop::cluster_wait();
         hop::cluster_sync();  // every partial of the cluster is in its CTA's shared memory
         if (ct == 0) DEC_MARK(EV_C_G1_WAIT);
         if (ct < 128) {
@@ -323,6 +339,7 @@ mla_decode_kernel(const __grid_constant__ CUtensorMap tm_hidden, const __grid_co
     }
 
     // ---- the latent: wait for every GEMM1 CTA, then copy it into the A boxes
+    if (MLA_DEC_LAT_COPY == 2 && !g1) hop::cluster_wait();
     if (ct == 0) {
         const int want = CLUSTER * p.tiles1;
         while (mla::ld_acquire(p.ready) < want) __nanosleep(32);
@@ -332,9 +349,23 @@ mla_decode_kernel(const __grid_constant__ CUtensorMap tm_hidden, const __grid_co
         }
         hop::mbar_arrive(lat_seen);
         DEC_MARK(EV_P_G2_READY);
+        if (MLA_DEC_LAT_COPY != 0) {
+            // boxes of 64 tokens x 64 k, rows >= M and k >= R zero-filled by the TMA unit; the ring's memory under
+            // them is free in every CTA of the cluster: all GEMM1 CTAs have released, so consumed their stages
+            hop::fence_proxy_async_global();  // the latent (ordinary stores, acquired above) -> TMA reads
+            hop::mbar_arrive_expect_tx(lat_full, uint32_t(p.ksteps2 * BOX_BYTES));
+            for (int kb = MLA_DEC_LAT_COPY == 2 ? krank : 0; kb < p.ksteps2; kb += MLA_DEC_LAT_COPY == 2 ? CLUSTER : 1) {
+                if (MLA_DEC_LAT_COPY == 2)
+                    hop::tma_load_2d_multicast(smem + kb * BOX_BYTES, &tm_lat, kb * BK, 0, lat_full, uint16_t(0xff));
+                else
+                    hop::tma_load_2d(smem + kb * BOX_BYTES, &tm_lat, kb * BK, 0, lat_full);
+            }
+        }
     }
-    hop::named_barrier(1, 256);
-    {
+    if (MLA_DEC_LAT_COPY != 0) {
+        hop::mbar_wait(lat_full, 0);
+    } else {
+        hop::named_barrier(1, 256);
         const int cpr = p.ksteps2 * 8;  // 16-byte chunks per latent row in the boxes
         const int valid = p.R / 8;      // chunks with data (R % 8 == 0)
         // every load in flight before the first store: one L2 round trip (one at a time was ~2.4 us slower at V3 64
@@ -353,9 +384,9 @@ mla_decode_kernel(const __grid_constant__ CUtensorMap tm_hidden, const __grid_co
             if (r < MAX_M)
                 *reinterpret_cast<uint4*>(smem + (cc >> 3) * BOX_BYTES + r * 128 + (((cc & 7) ^ (r & 7)) << 4)) = v[i];
         }
+        hop::fence_proxy_async_smem();
+        hop::named_barrier(1, 256);
     }
-    hop::fence_proxy_async_smem();
-    hop::named_barrier(1, 256);
     if (ct == 0) DEC_MARK(EV_C_START);
 
     // ---- GEMM2
@@ -507,7 +538,7 @@ inline bool run(const torch::Tensor& hidden, const torch::Tensor& w_down, const 
     shape.block = dim3(THREADS);
     shape.smem_bytes = SMEM_ALLOC;
     shape.cluster = dim3(CLUSTER);
-    hop::launch_ex(mla_decode_kernel<T>, shape, stream, maps.hidden, maps.wdown, maps.wk, maps.wv, maps.out, p);
+    hop::launch_ex(mla_decode_kernel<T>, shape, stream, maps.hidden, maps.wdown, maps.wk, maps.wv, maps.out, maps.latent, p);
     return true;
 }
 
