@@ -22,13 +22,15 @@
  *   (M x R, the dtype, rounded once like eager's latent) and one thread publishes them: red.release on `ready`.
  * w_up, every CTA: GEMM2 units are 128 output columns of out viewed as (M, 2N) (unit u < N / 128 reads w_up_k,
  *   else w_up_v), CTA b takes units b, b + grid, ... Its producer streams the units' k-steps (two boxes 64 k x 64
- *   columns, 16 KB) into a ring of 9 stages in [64 KB, 208 KB) (stage2_off): a stage that GEMM1's ring does not cover
- *   is filled at entry, right behind GEMM1's boxes, the others once the last GEMM1 k-step is consumed. 9 of a CTA's
- *   (V3 64: 16) stages are in shared memory before the latent is, the rest stream as the consumers free stages.
+ *   columns, 16 KB) into a ring of 9 stages in [64 KB, 208 KB) (stage2_off). A CTA without GEMM1 work fills its ring
+ *   at entry (MLA_DEC_EARLY_FILL stages, the rest once every GEMM1 CTA has its k-steps in); a GEMM1 CTA once its
+ *   latent slice is released (MLA_DEC_FILL_AFTER_RELEASE), so neither competes with the latent's critical path.
+ *   9 of a CTA's (V3 64: 16) stages are in shared memory by the time the latent is, the rest stream as the consumers
+ *   free stages.
  * Latent wait: consumer thread 0 spins (ld.acquire) until `ready` == 8 x the GEMM1 clusters; the CTA's last passer
- *   resets `ready` and `consumed` (self-resetting: a graph replay starts from zero). The 256 consumer threads copy the
- *   latent (L2, ld.global.cg) into [0, 64 KB) as the K-major 128-byte-swizzled A boxes TMA would write (8 boxes of
- *   64 tokens x 64 k; rows >= M and k >= R zero), fence.proxy.async.
+ *   resets `ready`, `consumed` and `landed` (self-resetting: a graph replay starts from zero). Thread 0 then loads
+ *   the latent by TMA (MLA_DEC_LAT_COPY 1, after fence.proxy.async.global) into [0, 64 KB) as 8 K-major
+ *   128-byte-swizzled A boxes of 64 tokens x 64 k (rows >= M and k >= R zero-filled).
  * GEMM2 per unit: consumer g owns the unit's columns 64g .. 64g+63 (wgmma m64n64k16, 32 fp32 accumulators a
  *   thread: token rows 16 * warp + lane / 4 (+8), columns 8j + 2 (lane % 4) (+1)); a stage is released (two
  *   arrivals) once the next one's wgmmas are issued. Epilogue, M >= 32: the warpgroup's 64 x 64 tile into a
@@ -79,7 +81,7 @@ static_assert(G2_STAGES == 9 && stage2_off(5) + STAGE_BYTES == DATA_BYTES, "the 
 // (64 CTAs x 144 KB at V3 64) are queued; 1 keeps them off the release's path at the cost of starting them later.
 // A probe axis.
 #ifndef MLA_DEC_FILL_AFTER_RELEASE
-#define MLA_DEC_FILL_AFTER_RELEASE 0
+#define MLA_DEC_FILL_AFTER_RELEASE 1
 #endif
 
 // w_up stages a CTA issues before the latent is published (then its producer waits for the CTA's consumers to see
@@ -94,7 +96,15 @@ static_assert(G2_STAGES == 9 && stage2_off(5) + STAGE_BYTES == DATA_BYTES, "the 
 // (rank r loads boxes r, r + 8, ... into all 8 CTAs: one L2 read a cluster, not 8). The first form took 2.2 us at
 // V3 64 on an H100 (results/NOTES.md, 2026-12-06). A probe axis.
 #ifndef MLA_DEC_LAT_COPY
-#define MLA_DEC_LAT_COPY 0
+#define MLA_DEC_LAT_COPY 1
+#endif
+
+// w_up stages a CTA without GEMM1 work issues at entry; the rest of its prefill waits until every GEMM1 CTA has its
+// k-steps in (a counter), so that w_down has DRAM to itself. The trace with every stage issued at entry (V3 64, H100,
+// 2026-12-06) had GEMM1's 228 KB a CTA taking 5 us while 56 CTAs filled 144 KB each: DRAM at its peak and GEMM1 (the
+// latent's critical path) sharing it. G2_STAGES = no wait. A probe axis.
+#ifndef MLA_DEC_EARLY_FILL
+#define MLA_DEC_EARLY_FILL 3
 #endif
 
 struct Params {
@@ -111,6 +121,7 @@ struct Params {
     int* handed;   // halves == 2: per (tile, rank), half 1's slice is in `hand` (self-resetting)
     float4* hand;  // halves == 2: [tile][rank][128] fp32 slices of half 1
     int* consumed; // CTAs past the latent wait (self-resetting)
+    int* landed;   // GEMM1 CTAs whose k-steps are all in (self-resetting; a hint for MLA_DEC_EARLY_FILL)
     void* latent;  // M x R
     void* out;     // M x 2N
 };
@@ -224,6 +235,12 @@ mla_decode_kernel(const __grid_constant__ CUtensorMap tm_hidden, const __grid_co
                         hop::mbar_wait(MLA_DEC_FILL_AFTER_RELEASE ? released : g1_done, 0);
                         g1_waited = true;
                     }
+                    if (!g1 && j == MLA_DEC_EARLY_FILL && j < MLA_DEC_PREFILL) {
+                        // the reset of `landed` comes after this CTA's latent wait, hence the second way out
+                        const int want = CLUSTER * p.tiles1 * p.halves;
+                        while (*reinterpret_cast<volatile int*>(p.landed) < want && !hop::mbar_test(lat_seen, 0))
+                            __nanosleep(64);
+                    }
                     if (!lat_waited && j >= MLA_DEC_PREFILL) {
                         hop::mbar_wait(lat_seen, 0);
                         lat_waited = true;
@@ -277,6 +294,7 @@ mla_decode_kernel(const __grid_constant__ CUtensorMap tm_hidden, const __grid_co
         hop::fence_acc(acc);
         if (prev >= 0 && t == 0) hop::mbar_arrive(&empty1[prev]);
         if (t == 0) hop::mbar_arrive(g1_done);
+        if (ct == 0 && MLA_DEC_EARLY_FILL < G2_STAGES) atomicAdd(p.landed, 1);
         if (ct == 0) DEC_MARK(EV_C_G1_MAIN);
         // the two warpgroups' partials -> one, in fragment order (float4 j * 128 + t: acc[4j .. 4j + 3])
         float4* part = reinterpret_cast<float4*>(smem + SMEM_PART);
@@ -346,6 +364,7 @@ mla_decode_kernel(const __grid_constant__ CUtensorMap tm_hidden, const __grid_co
         if (atomicAdd(p.consumed, 1) == int(gridDim.x) - 1) {  // the last CTA past the wait: reset for the next call
             *p.consumed = 0;
             *p.ready = 0;
+            *p.landed = 0;
         }
         hop::mbar_arrive(lat_seen);
         DEC_MARK(EV_P_G2_READY);
@@ -512,7 +531,7 @@ inline bool run(const torch::Tensor& hidden, const torch::Tensor& w_down, const 
     p.tma_store = M >= MLA_DEC_TMA_STORE_MIN_M ? 1 : 0;
     const int clusters = std::min(max_cl, std::max(p.halves * p.tiles1, kv::cdiv(p.units2, CLUSTER)));
     if (clusters < p.halves * p.tiles1) return false;
-    const size_t n_cnt = 2 + size_t(p.tiles1) * CLUSTER;  // ready, consumed, handed per (tile, rank)
+    const size_t n_cnt = 3 + size_t(p.tiles1) * CLUSTER;  // ready, consumed, handed per (tile, rank), landed
     int* cnt = mla::counters_if_ready(dev, n_cnt);
     if (cnt == nullptr) {
         cudaStreamCaptureStatus cap = cudaStreamCaptureStatusNone;
@@ -529,6 +548,7 @@ inline bool run(const torch::Tensor& hidden, const torch::Tensor& w_down, const 
     auto latent = torch::empty({int64_t(M), int64_t(R)}, hidden.options());
     p.ready = cnt;
     p.consumed = cnt + 1;
+    p.landed = cnt + 2 + size_t(p.tiles1) * CLUSTER;
     p.latent = latent.data_ptr();
     p.out = out.data_ptr();
     const mla::Maps maps = mla::make_maps<T, 64, 64>(hidden.data_ptr(), w_down.data_ptr(), w_up_k.data_ptr(),
