@@ -20,9 +20,10 @@
  *   8 partials through distributed shared memory (128 threads, one float4 each). Half 1 stores that fp32 slice to
  *   `hand` and releases `handed[t][r]`; half 0 (after acquiring it, if H = 2) adds it, stores those latent elements
  *   (M x R, the dtype, rounded once like eager's latent) and one thread publishes them: red.release on `ready`.
- * w_up, every CTA: GEMM2 units are 128 output columns of out viewed as (M, 2N) (unit u < N / 128 reads w_up_k,
- *   else w_up_v), CTA b takes units b, b + grid, ... Its producer streams the units' k-steps (two boxes 64 k x 64
- *   columns, 16 KB) into a ring of 9 stages in [64 KB, 208 KB) (stage2_off). A CTA without GEMM1 work fills its ring
+ * w_up, every CTA: GEMM2 works on 64-column boxes of out viewed as (M, 2N) (box h < N / 64 reads w_up_k, else
+ *   w_up_v), dealt to the CTAs by box_of (MLA_DEC_SPREAD) and run in pairs, one box a consumer warpgroup. The
+ *   producer streams a pair's k-steps (two boxes of 64 k x 64 columns, 16 KB; one in a CTA's last step when its
+ *   count is odd) into a ring of 9 stages in [64 KB, 208 KB) (stage2_off). A CTA without GEMM1 work fills its ring
  *   at entry (MLA_DEC_EARLY_FILL stages, the rest once every GEMM1 CTA has its k-steps in); a GEMM1 CTA once its
  *   latent slice is released (MLA_DEC_FILL_AFTER_RELEASE), so neither competes with the latent's critical path.
  *   9 of a CTA's (V3 64: 16) stages are in shared memory by the time the latent is, the rest stream as the consumers
@@ -31,7 +32,7 @@
  *   resets `ready`, `consumed` and `landed` (self-resetting: a graph replay starts from zero). Thread 0 then loads
  *   the latent by TMA (MLA_DEC_LAT_COPY 1, after fence.proxy.async.global) into [0, 64 KB) as 8 K-major
  *   128-byte-swizzled A boxes of 64 tokens x 64 k (rows >= M and k >= R zero-filled).
- * GEMM2 per unit: consumer g owns the unit's columns 64g .. 64g+63 (wgmma m64n64k16, 32 fp32 accumulators a
+ * GEMM2 per pair step: consumer g owns box g of the pair (wgmma m64n64k16, 32 fp32 accumulators a
  *   thread: token rows 16 * warp + lane / 4 (+8), columns 8j + 2 (lane % 4) (+1)); a stage is released (two
  *   arrivals) once the next one's wgmmas are issued. Epilogue, M >= 32: the warpgroup's 64 x 64 tile into a
  *   128-byte-swizzled staging box (in the GEMM1 partial's memory, free by then), TMA-stored into out viewed as
@@ -103,6 +104,14 @@ static_assert(G2_STAGES == 9 && stage2_off(5) + STAGE_BYTES == DATA_BYTES, "the 
 // k-steps in (a counter), so that w_down has DRAM to itself. The trace with every stage issued at entry (V3 64, H100,
 // 2026-12-06) had GEMM1's 228 KB a CTA taking 5 us while 56 CTAs filled 144 KB each: DRAM at its peak and GEMM1 (the
 // latent's critical path) sharing it. G2_STAGES = no wait. A probe axis.
+// How GEMM2's 64-column output boxes are dealt: 1, one at a time over the CTAs in reverse order (box h to CTA
+// grid - 1 - h % grid), a CTA's consecutive pair running on its two consumer warpgroups at once, so counts differ
+// by at most one box and the extra ones go to the CTAs without GEMM1 work (DeepSeek-V3 64 on 120 CTAs: 4 or 5
+// boxes); 0, in adjacent pairs (128-column units) in CTA order (16 of 120 CTAs take 3 units, 104 take 2). A probe axis.
+#ifndef MLA_DEC_SPREAD
+#define MLA_DEC_SPREAD 1
+#endif
+
 #ifndef MLA_DEC_EARLY_FILL
 #define MLA_DEC_EARLY_FILL 3
 #endif
@@ -137,6 +146,18 @@ struct Params {
 // Timeline probe (scripts/trace_tc.py, -DMLA_TRACE): the engine's trace buffer and event names, launch slot 0 for
 // the CTAs that store latent elements (GEMM1, half 0 of d) and 1 for the others. "C start" here stamps the latent copied into shared memory and
 // "P g2 latent ready" the latent wait passed (consumer thread 0). Compiled out otherwise.
+// The 64-column box of out viewed as (M, 2N) that consumer warpgroup w of this CTA computes in its pair step ps,
+// or -1 (none: the grid's boxes are dealt, MLA_DEC_SPREAD). Boxes below N / 64 read w_up_k.
+__device__ __forceinline__ int box_of(const Params& p, int ps, int w) {
+#if MLA_DEC_SPREAD
+    const int h = (int(gridDim.x) - 1 - int(blockIdx.x)) + (2 * ps + w) * int(gridDim.x);
+    return h < 2 * p.units2 ? h : -1;
+#else
+    const int u = int(blockIdx.x) + ps * int(gridDim.x);
+    return u < p.units2 ? 2 * u + w : -1;
+#endif
+}
+
 #ifdef MLA_TRACE
 __device__ __forceinline__ void dec_mark(bool stores_latent, int ev) {
     unsigned long long t;
@@ -223,10 +244,12 @@ mla_decode_kernel(const __grid_constant__ CUtensorMap tm_hidden, const __grid_co
             bool g1_waited = !g1;
             bool lat_waited = false;
             int j = 0;
-            for (int u = blockIdx.x; u < p.units2; u += gridDim.x) {
-                const bool is_k = u < p.units_k;
-                const CUtensorMap* tb = is_k ? &tm_wk : &tm_wv;
-                const int x0 = (is_k ? u : u - p.units_k) * UNIT_N;
+            const int nbk = 2 * p.units_k;  // boxes of w_up_k
+            for (int ps = 0; box_of(p, ps, 0) >= 0; ++ps) {
+                const int h0 = box_of(p, ps, 0), h1 = box_of(p, ps, 1);
+                const CUtensorMap* tb0 = h0 < nbk ? &tm_wk : &tm_wv;
+                const CUtensorMap* tb1 = h1 < nbk ? &tm_wk : &tm_wv;
+                const int x0 = (h0 < nbk ? h0 : h0 - nbk) * 64, x1 = (h1 < nbk ? h1 : h1 - nbk) * 64;
                 for (int kb = 0; kb < p.ksteps2; ++kb, ++j) {
                     const int s = j % G2_STAGES;
                     if (j >= G2_STAGES) hop::mbar_wait(&empty2[s], ((j / G2_STAGES) & 1) ^ 1);
@@ -245,10 +268,10 @@ mla_decode_kernel(const __grid_constant__ CUtensorMap tm_hidden, const __grid_co
                         hop::mbar_wait(lat_seen, 0);
                         lat_waited = true;
                     }
-                    hop::mbar_arrive_expect_tx(&full2[s], STAGE_BYTES);
+                    hop::mbar_arrive_expect_tx(&full2[s], h1 >= 0 ? STAGE_BYTES : BOX_BYTES);
                     unsigned char* st = smem + stage2_off(s);
-                    hop::tma_load_2d(st, tb, x0, kb * BK, &full2[s]);
-                    hop::tma_load_2d(st + BOX_BYTES, tb, x0 + 64, kb * BK, &full2[s]);
+                    hop::tma_load_2d(st, tb0, x0, kb * BK, &full2[s]);
+                    if (h1 >= 0) hop::tma_load_2d(st + BOX_BYTES, tb1, x1, kb * BK, &full2[s]);
                     if (j == G2_STAGES - 1) DEC_MARK(EV_P_G2_PRE);
                 }
             }
@@ -413,12 +436,17 @@ mla_decode_kernel(const __grid_constant__ CUtensorMap tm_hidden, const __grid_co
     const size_t ldo = 2 * size_t(p.N);
     float acc[32];
     int j = 0;
-    for (int u = blockIdx.x; u < p.units2; u += gridDim.x) {
+    for (int ps = 0; box_of(p, ps, 0) >= 0; ++ps) {
+        const int h = box_of(p, ps, cw);
         int prev = -1;
         for (int kb = 0; kb < p.ksteps2; ++kb, ++j) {
             const int s = j % G2_STAGES;
             hop::mbar_wait(&full2[s], (j / G2_STAGES) & 1);
             if (ct == 0 && j == 0) DEC_MARK(EV_C_G2_FIRST);
+            if (h < 0) {  // this warpgroup has no box in the CTA's last pair step: the stage holds one box
+                if (t == 0) hop::mbar_arrive(&empty2[s]);
+                continue;
+            }
             const uint64_t da = hop::make_desc_sw128(smem + kb * BOX_BYTES, 16, 1024);
             const uint64_t db = hop::make_desc_sw128(smem + stage2_off(s) + cw * BOX_BYTES, BOX_BYTES, 1024);
             hop::fence_acc(acc);
@@ -434,6 +462,7 @@ mla_decode_kernel(const __grid_constant__ CUtensorMap tm_hidden, const __grid_co
             if (prev >= 0 && t == 0) hop::mbar_arrive(&empty2[prev]);
             prev = s;
         }
+        if (h < 0) continue;
         hop::wgmma_wait<0>();
         hop::fence_acc(acc);
         if (prev >= 0 && t == 0) hop::mbar_arrive(&empty2[prev]);
@@ -452,11 +481,11 @@ mla_decode_kernel(const __grid_constant__ CUtensorMap tm_hidden, const __grid_co
             hop::fence_proxy_async_smem();
             hop::named_barrier(3 + cw, 128);
             if (t == 0) {
-                hop::tma_store_2d(&tm_out, cst, u * UNIT_N + 64 * cw, 0);  // rows >= M are not written
+                hop::tma_store_2d(&tm_out, cst, h * 64, 0);  // rows >= M are not written
                 hop::tma_store_commit();
             }
         } else {
-            const int col0 = u * UNIT_N + 64 * cw + 2 * q;
+            const int col0 = h * 64 + 2 * q;
 #pragma unroll
             for (int jj = 0; jj < 8; ++jj) {
                 const int col = col0 + 8 * jj;
@@ -529,7 +558,8 @@ inline bool run(const torch::Tensor& hidden, const torch::Tensor& w_down, const 
     p.units2 = 2 * N / UNIT_N;
     p.units_k = N / UNIT_N;
     p.tma_store = M >= MLA_DEC_TMA_STORE_MIN_M ? 1 : 0;
-    const int clusters = std::min(max_cl, std::max(p.halves * p.tiles1, kv::cdiv(p.units2, CLUSTER)));
+    const int boxes_ctas = MLA_DEC_SPREAD ? 2 * p.units2 : p.units2;  // CTAs that GEMM2 can keep busy
+    const int clusters = std::min(max_cl, std::max(p.halves * p.tiles1, kv::cdiv(boxes_ctas, CLUSTER)));
     if (clusters < p.halves * p.tiles1) return false;
     const size_t n_cnt = 3 + size_t(p.tiles1) * CLUSTER;  // ready, consumed, handed per (tile, rank), landed
     int* cnt = mla::counters_if_ready(dev, n_cnt);
