@@ -71,6 +71,30 @@ struct LaunchShape {
     bool programmatic = false;
 };
 
+// Clusters of `cluster` CTAs of `kernel` (`threads` a CTA, `smem_bytes` of dynamic shared memory) the device can hold
+// at once: 0 when none, or when it refuses that size (not an error of the caller's). The caller has set the
+// kernel's shared-memory (and, above 8, non-portable cluster) attributes.
+template <typename... KernelParams>
+inline int max_active_clusters(void (*kernel)(KernelParams...), int cluster, int threads, int smem_bytes) {
+    cudaLaunchAttribute attr;
+    attr.id = cudaLaunchAttributeClusterDimension;
+    attr.val.clusterDim.x = unsigned(cluster);
+    attr.val.clusterDim.y = 1;
+    attr.val.clusterDim.z = 1;
+    cudaLaunchConfig_t config = {};
+    config.gridDim = dim3(unsigned(cluster));
+    config.blockDim = dim3(unsigned(threads));
+    config.dynamicSmemBytes = size_t(smem_bytes);
+    config.attrs = &attr;
+    config.numAttrs = 1;
+    int n = 0;
+    if (cudaOccupancyMaxActiveClusters(&n, kernel, &config) != cudaSuccess) {
+        (void)cudaGetLastError();
+        n = 0;
+    }
+    return n;
+}
+
 // One cudaLaunchKernelEx with the attributes `shape` asks for; the arguments are converted to the kernel's
 // parameter types as in a <<<>>> launch.
 template <typename... KernelParams, typename... Args>

@@ -513,22 +513,7 @@ inline int max_clusters(int dev) {
     if (dev < 0 || dev >= 64) return 0;
     if (cache[dev] != 0) return cache[dev] - 1;
     kv::set_max_dynamic_smem_once<mla_decode_kernel<T>>(dev, SMEM_ALLOC);
-    cudaLaunchAttribute attr;
-    attr.id = cudaLaunchAttributeClusterDimension;
-    attr.val.clusterDim.x = CLUSTER;
-    attr.val.clusterDim.y = 1;
-    attr.val.clusterDim.z = 1;
-    cudaLaunchConfig_t config = {};
-    config.gridDim = dim3(CLUSTER);
-    config.blockDim = dim3(THREADS);
-    config.dynamicSmemBytes = size_t(SMEM_ALLOC);
-    config.attrs = &attr;
-    config.numAttrs = 1;
-    int n = 0;
-    if (cudaOccupancyMaxActiveClusters(&n, mla_decode_kernel<T>, &config) != cudaSuccess) {
-        (void)cudaGetLastError();
-        n = 0;
-    }
+    const int n = hop::max_active_clusters(mla_decode_kernel<T>, CLUSTER, THREADS, SMEM_ALLOC);
     cache[dev] = n + 1;
     return n;
 }

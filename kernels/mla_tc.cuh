@@ -651,24 +651,10 @@ static inline bool cluster_fits(int dev, int cl) {
     static signed char fits[64][17] = {};  // 0 = not asked yet, 1 = yes, -1 = no
     if (cl < 2 || cl > 16 || dev < 0 || dev >= 64) return false;
     if (fits[dev][cl] != 0) return fits[dev][cl] > 0;
-    auto* kern = mla_tc_kernel<T, BM, BN_>;
     set_smem_attr<T, BM, BN_>(dev);
     if (cl > 8) kv::set_func_attr_once<mla_tc_kernel<T, BM, BN_>, cudaFuncAttributeNonPortableClusterSizeAllowed>(dev, 1);
-    cudaLaunchAttribute attr;
-    attr.id = cudaLaunchAttributeClusterDimension;
-    attr.val.clusterDim.x = unsigned(cl);
-    attr.val.clusterDim.y = 1;
-    attr.val.clusterDim.z = 1;
-    cudaLaunchConfig_t config = {};
-    config.gridDim = dim3(unsigned(cl));
-    config.blockDim = dim3(THREADS);
-    config.dynamicSmemBytes = size_t(Cfg<BM, BN_>::SMEM_ALLOC);
-    config.attrs = &attr;
-    config.numAttrs = 1;
-    int n = 0;
-    const cudaError_t err = cudaOccupancyMaxActiveClusters(&n, kern, &config);
-    if (err != cudaSuccess) (void)cudaGetLastError();  // a size the device refuses: not an error of this call
-    fits[dev][cl] = (err == cudaSuccess && n >= 1) ? 1 : -1;
+    const int n = hop::max_active_clusters(mla_tc_kernel<T, BM, BN_>, cl, THREADS, Cfg<BM, BN_>::SMEM_ALLOC);
+    fits[dev][cl] = n >= 1 ? 1 : -1;
     return fits[dev][cl] > 0;
 }
 
