@@ -238,18 +238,6 @@ __device__ __forceinline__ void tma_load_2d_hint(void* dst, const CUtensorMap* m
         : "memory");
 #endif
 }
-// The box at (col x, row y) -> `dst` in every CTA of `mask` (cluster ranks), completion counted on each one's `bar`
-// at the same offsets: one L2 read for the cluster. A receiver's complete_tx may come before its own expect_tx.
-__device__ __forceinline__ void tma_load_2d_multicast(void* dst, const CUtensorMap* map, int x, int y, uint64_t* bar,
-                                                      uint16_t mask) {
-#if KV_SM90A
-    asm volatile(
-        "cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::complete_tx::bytes.multicast::cluster"
-        " [%0], [%1, {%3, %4}], [%2], %5;\n"
-        ::"r"(smem_u32(dst)), "l"(reinterpret_cast<uint64_t>(map)), "r"(smem_u32(bar)), "r"(x), "r"(y), "h"(mask)
-        : "memory");
-#endif
-}
 __device__ __forceinline__ uint64_t l2_policy_evict_first() {
     uint64_t p = 0;
 #if KV_SM90A

@@ -30,8 +30,8 @@
  *   free stages.
  * Latent wait: consumer thread 0 spins (ld.acquire) until `ready` == 8 x the GEMM1 clusters; the CTA's last passer
  *   resets `ready`, `consumed` and `landed` (self-resetting: a graph replay starts from zero). Thread 0 then loads
- *   the latent by TMA (MLA_DEC_LAT_COPY 1, after fence.proxy.async.global) into [0, 64 KB) as 8 K-major
- *   128-byte-swizzled A boxes of 64 tokens x 64 k (rows >= M and k >= R zero-filled).
+ *   the latent by TMA (after fence.proxy.async.global) into [0, 64 KB) as 8 K-major 128-byte-swizzled A boxes of
+ *   64 tokens x 64 k (rows >= M and k >= R zero-filled).
  * GEMM2 per pair step: consumer g owns box g of the pair (wgmma m64n64k16, 32 fp32 accumulators a
  *   thread: token rows 16 * warp + lane / 4 (+8), columns 8j + 2 (lane % 4) (+1)); a stage is released (two
  *   arrivals) once the next one's wgmmas are issued. Epilogue, M >= 32: the warpgroup's 64 x 64 tile into a
@@ -90,14 +90,6 @@ static_assert(G2_STAGES == 9 && stage2_off(5) + STAGE_BYTES == DATA_BYTES, "the 
 // axis.
 #ifndef MLA_DEC_PREFILL
 #define MLA_DEC_PREFILL 9
-#endif
-
-// How the latent reaches each CTA's A boxes once published: 0, the 256 consumer threads load it (ld.global.cg, one
-// batched round trip) and store it swizzled; 1, one thread's TMA loads (8 boxes); 2, TMA multicast in the cluster
-// (rank r loads boxes r, r + 8, ... into all 8 CTAs: one L2 read a cluster, not 8). The first form took 2.2 us at
-// V3 64 on an H100 (results/NOTES.md, 2026-12-06). A probe axis.
-#ifndef MLA_DEC_LAT_COPY
-#define MLA_DEC_LAT_COPY 1
 #endif
 
 // w_up stages a CTA without GEMM1 work issues at entry; the rest of its prefill waits until every GEMM1 CTA has its
@@ -186,7 +178,7 @@ mla_decode_kernel(const __grid_constant__ CUtensorMap tm_hidden, const __grid_co
     uint64_t* g1_done = empty2 + G2_STAGES;
     uint64_t* released = g1_done + 1;  // this CTA's latent slice is released (GEMM1 CTAs)
     uint64_t* lat_seen = g1_done + 2;  // the latent wait passed
-    uint64_t* lat_full = g1_done + 3;  // MLA_DEC_LAT_COPY >= 1: the latent's boxes landed
+    uint64_t* lat_full = g1_done + 3;  // the latent's boxes landed
 
     const int tid = threadIdx.x;
     const int wg = tid / 128;
@@ -216,8 +208,6 @@ mla_decode_kernel(const __grid_constant__ CUtensorMap tm_hidden, const __grid_co
         DEC_MARK(EV_SMID);
     }
     __syncthreads();
-    // multicast: every peer's barriers are initialized before any box lands in it (waited before the first issue)
-    if (MLA_DEC_LAT_COPY == 2) hop::cluster_arrive();
 
     if (wg == 0) {
         // ------------------------------------------------------------ producer
@@ -226,7 +216,7 @@ mla_decode_kernel(const __grid_constant__ CUtensorMap tm_hidden, const __grid_co
             hop::prefetch_tmap(&tm_wdown);
             hop::prefetch_tmap(&tm_wk);
             hop::prefetch_tmap(&tm_wv);
-            if (MLA_DEC_LAT_COPY != 0) hop::prefetch_tmap(&tm_lat);
+            hop::prefetch_tmap(&tm_lat);
             DEC_MARK(EV_P_TMAP);
             for (int j = 0; j < nk1; ++j) {
                 const int s = j % G1_STAGES;
@@ -238,7 +228,6 @@ mla_decode_kernel(const __grid_constant__ CUtensorMap tm_hidden, const __grid_co
             }
             if (g1) DEC_MARK(EV_P_G1_ISSUED);
         }
-        if (MLA_DEC_LAT_COPY == 2 && g1) hop::cluster_wait();  // before its next arrival; the others' at the end
         if (g1) hop::cluster_arrive();  // this role's arrivals on the partials' cluster barrier; waited at the end
         if (tid == 0) {
             bool g1_waited = !g1;
@@ -277,7 +266,7 @@ mla_decode_kernel(const __grid_constant__ CUtensorMap tm_hidden, const __grid_co
             }
             DEC_MARK(EV_P_G2_ISSUED);
         }
-        if (g1 || MLA_DEC_LAT_COPY == 2) hop::cluster_wait();
+        if (g1) hop::cluster_wait();
         return;
     }
 
@@ -335,7 +324,6 @@ mla_decode_kernel(const __grid_constant__ CUtensorMap tm_hidden, const __grid_co
             }
         }
         if (ct == 128) DEC_MARK(EV_C_G1_PART);
-        if (MLA_DEC_LAT_COPY == 2) hop::cluster_wait();
         hop::cluster_sync();  // every partial of the cluster is in its CTA's shared memory
         if (ct == 0) DEC_MARK(EV_C_G1_WAIT);
         if (ct < 128) {
@@ -380,7 +368,6 @@ mla_decode_kernel(const __grid_constant__ CUtensorMap tm_hidden, const __grid_co
     }
 
     // ---- the latent: wait for every GEMM1 CTA, then copy it into the A boxes
-    if (MLA_DEC_LAT_COPY == 2 && !g1) hop::cluster_wait();
     if (ct == 0) {
         const int want = CLUSTER * p.tiles1;
         while (mla::ld_acquire(p.ready) < want) __nanosleep(32);
@@ -391,44 +378,14 @@ mla_decode_kernel(const __grid_constant__ CUtensorMap tm_hidden, const __grid_co
         }
         hop::mbar_arrive(lat_seen);
         DEC_MARK(EV_P_G2_READY);
-        if (MLA_DEC_LAT_COPY != 0) {
-            // boxes of 64 tokens x 64 k, rows >= M and k >= R zero-filled by the TMA unit; the ring's memory under
-            // them is free in every CTA of the cluster: all GEMM1 CTAs have released, so consumed their stages
-            hop::fence_proxy_async_global();  // the latent (ordinary stores, acquired above) -> TMA reads
-            hop::mbar_arrive_expect_tx(lat_full, uint32_t(p.ksteps2 * BOX_BYTES));
-            for (int kb = MLA_DEC_LAT_COPY == 2 ? krank : 0; kb < p.ksteps2; kb += MLA_DEC_LAT_COPY == 2 ? CLUSTER : 1) {
-                if (MLA_DEC_LAT_COPY == 2)
-                    hop::tma_load_2d_multicast(smem + kb * BOX_BYTES, &tm_lat, kb * BK, 0, lat_full, uint16_t(0xff));
-                else
-                    hop::tma_load_2d(smem + kb * BOX_BYTES, &tm_lat, kb * BK, 0, lat_full);
-            }
-        }
+        // boxes of 64 tokens x 64 k, rows >= M and k >= R zero-filled by the TMA unit, into [0, 64 KB): free in a
+        // GEMM1 CTA, whose stages are consumed before it releases. Threads' ld.global.cg copies were 1.2-1.5 us
+        // slower at 64 tokens, a multicast from one CTA of the cluster 0.3-0.6 us (results/NOTES.md, 2026-12-06).
+        hop::fence_proxy_async_global();  // the latent (ordinary stores, acquired above) -> TMA reads
+        hop::mbar_arrive_expect_tx(lat_full, uint32_t(p.ksteps2 * BOX_BYTES));
+        for (int kb = 0; kb < p.ksteps2; ++kb) hop::tma_load_2d(smem + kb * BOX_BYTES, &tm_lat, kb * BK, 0, lat_full);
     }
-    if (MLA_DEC_LAT_COPY != 0) {
-        hop::mbar_wait(lat_full, 0);
-    } else {
-        hop::named_barrier(1, 256);
-        const int cpr = p.ksteps2 * 8;  // 16-byte chunks per latent row in the boxes
-        const int valid = p.R / 8;      // chunks with data (R % 8 == 0)
-        // every load in flight before the first store: one L2 round trip (one at a time was ~2.4 us slower at V3 64
-        // on an H100, results/NOTES.md 2026-12-06)
-        constexpr int PER = MAX_M * (MAX_R / 8) / 256;  // chunks a thread copies at most (16)
-        uint4 v[PER];
-#pragma unroll
-        for (int i = 0; i < PER; ++i) {
-            const int idx = ct + 256 * i, r = idx / cpr, cc = idx - r * cpr;
-            v[i] = make_uint4(0u, 0u, 0u, 0u);
-            if (r < p.M && cc < valid) v[i] = __ldcg(reinterpret_cast<const uint4*>(lat + size_t(r) * p.R) + cc);
-        }
-#pragma unroll
-        for (int i = 0; i < PER; ++i) {
-            const int idx = ct + 256 * i, r = idx / cpr, cc = idx - r * cpr;
-            if (r < MAX_M)
-                *reinterpret_cast<uint4*>(smem + (cc >> 3) * BOX_BYTES + r * 128 + (((cc & 7) ^ (r & 7)) << 4)) = v[i];
-        }
-        hop::fence_proxy_async_smem();
-        hop::named_barrier(1, 256);
-    }
+    hop::mbar_wait(lat_full, 0);
     if (ct == 0) DEC_MARK(EV_C_START);
 
     // ---- GEMM2
