@@ -86,8 +86,8 @@ static_assert(G2_STAGES == 9 && stage2_off(5) + STAGE_BYTES == DATA_BYTES, "the 
 #endif
 
 // w_up stages a CTA issues before the latent is published (then its producer waits for the CTA's consumers to see
-// it): fewer fills queued in L2 while the latent's release, acquire and copy cross it. G2_STAGES = no cap. A probe
-// axis.
+// it): fewer fills queued in L2 while the latent's release, acquire and copy cross it. G2_STAGES = no cap (the
+// ring's own wait for a consumed stage implies it). A probe axis, not measured yet.
 #ifndef MLA_DEC_PREFILL
 #define MLA_DEC_PREFILL 9
 #endif
@@ -95,17 +95,19 @@ static_assert(G2_STAGES == 9 && stage2_off(5) + STAGE_BYTES == DATA_BYTES, "the 
 // w_up stages a CTA without GEMM1 work issues at entry; the rest of its prefill waits until every GEMM1 CTA has its
 // k-steps in (a counter), so that w_down has DRAM to itself. The trace with every stage issued at entry (V3 64, H100,
 // 2026-12-06) had GEMM1's 228 KB a CTA taking 5 us while 56 CTAs filled 144 KB each: DRAM at its peak and GEMM1 (the
-// latent's critical path) sharing it. G2_STAGES = no wait. A probe axis.
+// latent's critical path) sharing it. G2_STAGES = no wait. 3 was 0.8-1.1 us faster than 9 at V3 and
+// kimi-k2, 1 and 64 tokens (H100, results/NOTES.md 2026-12-06 second). A probe axis.
+#ifndef MLA_DEC_EARLY_FILL
+#define MLA_DEC_EARLY_FILL 3
+#endif
+
 // How GEMM2's 64-column output boxes are dealt: 1, one at a time over the CTAs in reverse order (box h to CTA
 // grid - 1 - h % grid), a CTA's consecutive pair running on its two consumer warpgroups at once, so counts differ
 // by at most one box and the extra ones go to the CTAs without GEMM1 work (DeepSeek-V3 64 on 120 CTAs: 4 or 5
-// boxes); 0, in adjacent pairs (128-column units) in CTA order (16 of 120 CTAs take 3 units, 104 take 2). A probe axis.
+// boxes); 0, in adjacent pairs (128-column units) in CTA order (16 of 120 CTAs take 3 units,
+// 104 take 2). The two were within 0.3 us of each other at V3 and kimi-k2 (H100, 2026-12-06 second). A probe axis.
 #ifndef MLA_DEC_SPREAD
 #define MLA_DEC_SPREAD 1
-#endif
-
-#ifndef MLA_DEC_EARLY_FILL
-#define MLA_DEC_EARLY_FILL 3
 #endif
 
 struct Params {
@@ -135,9 +137,6 @@ struct Params {
 #define MLA_DEC_TMA_STORE_MIN_M 32
 #endif
 
-// Timeline probe (scripts/trace_tc.py, -DMLA_TRACE): the engine's trace buffer and event names, launch slot 0 for
-// the CTAs that store latent elements (GEMM1, half 0 of d) and 1 for the others. "C start" here stamps the latent copied into shared memory and
-// "P g2 latent ready" the latent wait passed (consumer thread 0). Compiled out otherwise.
 // The 64-column box of out viewed as (M, 2N) that consumer warpgroup w of this CTA computes in its pair step ps,
 // or -1 (none: the grid's boxes are dealt, MLA_DEC_SPREAD). Boxes below N / 64 read w_up_k.
 __device__ __forceinline__ int box_of(const Params& p, int ps, int w) {
@@ -150,6 +149,9 @@ __device__ __forceinline__ int box_of(const Params& p, int ps, int w) {
 #endif
 }
 
+// Timeline probe (scripts/trace_tc.py, -DMLA_TRACE): the engine's trace buffer and event names, launch slot 0 for
+// the CTAs that store latent elements (GEMM1, half 0 of d) and 1 for the others. "C start" here stamps the latent copied into shared memory and
+// "P g2 latent ready" the latent wait passed (consumer thread 0). Compiled out otherwise.
 #ifdef MLA_TRACE
 __device__ __forceinline__ void dec_mark(bool stores_latent, int ev) {
     unsigned long long t;
