@@ -30,9 +30,8 @@
  *   free stages.
  * Latent wait: consumer thread 0 spins (ld.acquire) until `ready` == 8 x the GEMM1 clusters, then loads the latent
  *   by TMA (after fence.proxy.async.global) into [0, 64 KB) as 8 K-major 128-byte-swizzled A boxes of 64 tokens x
- *   64 k (rows >= M and k >= R zero-filled), one mbarrier a box, which GEMM2's first pair step waits on k-step by
- *   k-step. Then it counts the CTA's pass; the last CTA to pass resets `ready`, `consumed` and `landed`
- *   (self-resetting: a graph replay starts from zero).
+ *   64 k (rows >= M and k >= R zero-filled). Then it counts the CTA's pass; the last CTA to pass resets `ready`,
+ *   `consumed` and `landed` (self-resetting: a graph replay starts from zero).
  * GEMM2 per pair step: consumer g owns box g of the pair (wgmma m64n64k16, 32 fp32 accumulators a
  *   thread: token rows 16 * warp + lane / 4 (+8), columns 8j + 2 (lane % 4) (+1)); a stage is released (two
  *   arrivals) once the next one's wgmmas are issued. Epilogue, M >= 32: the warpgroup's 64 x 64 tile into a
@@ -58,8 +57,7 @@ constexpr int G2_STAGES = (DATA_BYTES - LAT_BYTES) / STAGE_BYTES;  // 9
 constexpr int SMEM_PART = DATA_BYTES;
 constexpr int PART_BYTES = 64 * 64 * 4;                      // one GEMM1 tile's fp32 partial
 constexpr int SMEM_BAR = SMEM_PART + PART_BYTES;
-constexpr int LAT_BOXES = MAX_R / BK;                       // 8 latent boxes, one mbarrier each
-constexpr int N_BARS = 2 * G1_STAGES + 2 * G2_STAGES + 3 + LAT_BOXES;
+constexpr int N_BARS = 2 * G1_STAGES + 2 * G2_STAGES + 4;
 constexpr int SMEM_ALLOC = SMEM_BAR + N_BARS * 8 + 1024;     // + the alignment of the base to 1024
 static_assert(SMEM_ALLOC <= 232448, "the H100/H200 opt-in shared memory per block");
 static_assert(LAT_BYTES % STAGE_BYTES == 0, "the w_up ring starts on a stage boundary");
@@ -110,28 +108,6 @@ static_assert(G2_STAGES == 9 && stage2_off(5) + STAGE_BYTES == DATA_BYTES, "the 
 // 104 take 2). The two were within 0.3 us of each other at V3 and kimi-k2 (H100, 2026-12-06 second). A probe axis.
 #ifndef MLA_DEC_SPREAD
 #define MLA_DEC_SPREAD 1
-#endif
-
-// Where the latent wait's pass is counted (the atomic whose last caller resets the counters): 0, between the wait and
-// the latent's TMA copy; 1, after the copy is issued, so its L2 round trip (under the fills' load) runs beside the
-// copy instead of before it. A probe axis.
-#ifndef MLA_DEC_COUNT_LATE
-#define MLA_DEC_COUNT_LATE 1
-#endif
-
-// 1: one mbarrier per latent box, so GEMM2's first pair step starts on box 0 while boxes 1.. are still landing (its
-// stage hand-backs, and with them the next fills, start that much earlier); 0: GEMM2 waits for the whole latent.
-// A probe axis.
-#ifndef MLA_DEC_LAT_BOXES
-#define MLA_DEC_LAT_BOXES 1
-#endif
-
-// w_up stages past the ring (G2_STAGES) whose boxes a producer prefetches into L2 once its ring's prefill is issued,
-// so that DRAM streams them while the latent's chain runs and GEMM2 finds them in L2. 0 = none. Three earlier
-// prefetches of w_up at decode lost as much in the split-k as they gained (results/NOTES.md, 2026-12-01 third and
-// 2026-12-02); these start later, after GEMM1's loads. A probe axis.
-#ifndef MLA_DEC_L2_AHEAD
-#define MLA_DEC_L2_AHEAD 0
 #endif
 
 struct Params {
@@ -204,7 +180,7 @@ mla_decode_kernel(const __grid_constant__ CUtensorMap tm_hidden, const __grid_co
     uint64_t* g1_done = empty2 + G2_STAGES;
     uint64_t* released = g1_done + 1;  // this CTA's latent slice is released (GEMM1 CTAs)
     uint64_t* lat_seen = g1_done + 2;  // the latent wait passed
-    uint64_t* lat_full = g1_done + 3;  // [LAT_BOXES]: latent box kb landed (MLA_DEC_LAT_BOXES=0: all in lat_full[0])
+    uint64_t* lat_full = g1_done + 3;  // the latent's boxes landed
 
     const int tid = threadIdx.x;
     const int wg = tid / 128;
@@ -228,7 +204,7 @@ mla_decode_kernel(const __grid_constant__ CUtensorMap tm_hidden, const __grid_co
         hop::mbar_init(g1_done, 2);
         hop::mbar_init(released, 1);
         hop::mbar_init(lat_seen, 1);
-        for (int kb = 0; kb < LAT_BOXES; ++kb) hop::mbar_init(&lat_full[kb], 1);
+        hop::mbar_init(lat_full, 1);
         hop::fence_barrier_init();
         DEC_MARK(EV_ENTRY);
         DEC_MARK(EV_SMID);
@@ -287,17 +263,7 @@ mla_decode_kernel(const __grid_constant__ CUtensorMap tm_hidden, const __grid_co
                     unsigned char* st = smem + stage2_off(s);
                     hop::tma_load_2d(st, tb0, x0, kb * BK, &full2[s]);
                     if (h1 >= 0) hop::tma_load_2d(st + BOX_BYTES, tb1, x1, kb * BK, &full2[s]);
-                    if (j == G2_STAGES - 1) {
-                        DEC_MARK(EV_P_G2_PRE);
-                        for (int jf = j + 1; MLA_DEC_L2_AHEAD > 0 && jf <= j + MLA_DEC_L2_AHEAD; ++jf) {
-                            const int pf = jf / p.ksteps2, kf = jf % p.ksteps2;
-                            const int f0 = box_of(p, pf, 0), f1 = box_of(p, pf, 1);
-                            if (f0 < 0) break;
-                            hop::tma_prefetch_2d(f0 < nbk ? &tm_wk : &tm_wv, (f0 < nbk ? f0 : f0 - nbk) * 64, kf * BK);
-                            if (f1 >= 0)
-                                hop::tma_prefetch_2d(f1 < nbk ? &tm_wk : &tm_wv, (f1 < nbk ? f1 : f1 - nbk) * 64, kf * BK);
-                        }
-                    }
+                    if (j == G2_STAGES - 1) DEC_MARK(EV_P_G2_PRE);
                 }
             }
             DEC_MARK(EV_P_G2_ISSUED);
@@ -407,42 +373,25 @@ mla_decode_kernel(const __grid_constant__ CUtensorMap tm_hidden, const __grid_co
     if (ct == 0) {
         const int want = CLUSTER * p.tiles1;
         while (mla::ld_acquire(p.ready) < want) __nanosleep(32);
-        // the last CTA past the wait resets the counters for the next call (arrival on lat_seen first: a producer
-        // still polling `landed` then leaves by its own lat_seen)
-        auto count_pass = [&] {
-            if (atomicAdd(p.consumed, 1) == int(gridDim.x) - 1) {
-                *p.consumed = 0;
-                *p.ready = 0;
-                *p.landed = 0;
-            }
-        };
-        if (!MLA_DEC_COUNT_LATE) {
-            hop::mbar_arrive(lat_seen);
-            count_pass();
-        }
         DEC_MARK(EV_P_G2_READY);
         // boxes of 64 tokens x 64 k, rows >= M and k >= R zero-filled by the TMA unit, into [0, 64 KB): free in a
         // GEMM1 CTA, whose stages are consumed before it releases. Threads' ld.global.cg copies were 1.2-1.5 us
         // slower at 64 tokens, a multicast from one CTA of the cluster 0.3-0.6 us (results/NOTES.md, 2026-12-06).
         hop::fence_proxy_async_global();  // the latent (ordinary stores, acquired above) -> TMA reads
-        if (MLA_DEC_LAT_BOXES) {
-            for (int kb = 0; kb < p.ksteps2; ++kb) {
-                hop::mbar_arrive_expect_tx(&lat_full[kb], uint32_t(BOX_BYTES));
-                hop::tma_load_2d(smem + kb * BOX_BYTES, &tm_lat, kb * BK, 0, &lat_full[kb]);
-            }
-        } else {
-            hop::mbar_arrive_expect_tx(lat_full, uint32_t(p.ksteps2 * BOX_BYTES));
-            for (int kb = 0; kb < p.ksteps2; ++kb) hop::tma_load_2d(smem + kb * BOX_BYTES, &tm_lat, kb * BK, 0, lat_full);
-        }
-        if (MLA_DEC_COUNT_LATE) {
-            hop::mbar_arrive(lat_seen);
-            count_pass();
+        hop::mbar_arrive_expect_tx(lat_full, uint32_t(p.ksteps2 * BOX_BYTES));
+        for (int kb = 0; kb < p.ksteps2; ++kb) hop::tma_load_2d(smem + kb * BOX_BYTES, &tm_lat, kb * BK, 0, lat_full);
+        // then the pass is counted: its atomic's L2 round trip runs beside the copy, not before it (0.1-0.6 us,
+        // H100, results/NOTES.md 2026-12-06 third). The last CTA to pass resets the counters for the next call; the
+        // arrival on lat_seen comes first, so a producer still polling `landed` leaves by it.
+        hop::mbar_arrive(lat_seen);
+        if (atomicAdd(p.consumed, 1) == int(gridDim.x) - 1) {
+            *p.consumed = 0;
+            *p.ready = 0;
+            *p.landed = 0;
         }
     }
-    if (!MLA_DEC_LAT_BOXES) {
-        hop::mbar_wait(lat_full, 0);
-        if (ct == 0) DEC_MARK(EV_C_START);
-    }
+    hop::mbar_wait(lat_full, 0);
+    if (ct == 0) DEC_MARK(EV_C_START);
 
     // ---- GEMM2
     T* const out = reinterpret_cast<T*>(p.out);
@@ -456,10 +405,6 @@ mla_decode_kernel(const __grid_constant__ CUtensorMap tm_hidden, const __grid_co
             const int s = j % G2_STAGES;
             hop::mbar_wait(&full2[s], (j / G2_STAGES) & 1);
             if (ct == 0 && j == 0) DEC_MARK(EV_C_G2_FIRST);
-            if (MLA_DEC_LAT_BOXES && h >= 0) {  // phase 0 stays complete: free after the first pair step
-                hop::mbar_wait(&lat_full[kb], 0);
-                if (ct == 0 && j == 0) DEC_MARK(EV_C_START);  // here: the latent's first box landed
-            }
             if (h < 0) {  // this warpgroup has no box in the CTA's last pair step: the stage holds one box
                 if (t == 0) hop::mbar_arrive(&empty2[s]);
                 continue;
@@ -517,8 +462,6 @@ mla_decode_kernel(const __grid_constant__ CUtensorMap tm_hidden, const __grid_co
         if (ct == 0) DEC_MARK(EV_C_G2_STORE);
     }
     if (p.tma_store && t == 0) hop::tma_store_wait<0>();  // the stores complete before the CTA exits
-    if (MLA_DEC_LAT_BOXES && ct == 0)  // the latent's copy lands before the CTA exits (one with few or no boxes)
-        for (int kb = 0; kb < p.ksteps2; ++kb) hop::mbar_wait(&lat_full[kb], 0);
     if (ct == 0) DEC_MARK(EV_EXIT);
 #endif
 }
