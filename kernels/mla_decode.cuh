@@ -110,6 +110,17 @@ static_assert(G2_STAGES == 9 && stage2_off(5) + STAGE_BYTES == DATA_BYTES, "the 
 #define MLA_DEC_SPREAD 1
 #endif
 
+// 1: the SMs the clusters leave free (the H100 holds 15 clusters of 8 at this kernel's shared memory: 12 of 132
+// SMs idle) get a second launch of this kernel, without clusters and without GEMM1 work, as the first one's
+// programmatic dependent (it can start once every CTA of the first has, at its entry); both launches deal GEMM2's
+// boxes over one virtual grid and count their CTAs into one `consumed`. On that H100 the call's end is 32 CTAs'
+// fifth box (DeepSeek-V3 64: 512 boxes on 120 CTAs; they exit ~3 us after the others, results/NOTES.md 2026-12-06
+// third); on 132 CTAs no CTA has more than 4. Without the overlap (no PDL) the second launch runs after the first,
+// correct and slower. A probe axis, default 0, not yet run on a GPU.
+#ifndef MLA_DEC_SPARE_SMS
+#define MLA_DEC_SPARE_SMS 0
+#endif
+
 struct Params {
     int M, D, R, N;
     int ksteps1;   // ceil(D / 64)
@@ -127,6 +138,8 @@ struct Params {
     int* landed;   // GEMM1 CTAs whose k-steps are all in (self-resetting; a hint for MLA_DEC_EARLY_FILL)
     void* latent;  // M x R
     void* out;     // M x 2N
+    int vbase;     // MLA_DEC_SPARE_SMS: this launch's first CTA in the virtual grid (0: the clusters' launch)
+    int vgrid;     // MLA_DEC_SPARE_SMS: CTAs of both launches
 };
 
 // The output goes through a swizzled staging box (the GEMM1 partial's memory, free once the latent is there) and one
@@ -137,14 +150,25 @@ struct Params {
 #define MLA_DEC_TMA_STORE_MIN_M 32
 #endif
 
+// This CTA's index in the grid that GEMM2's boxes are dealt over, and that grid's size: the launch's own, or with
+// MLA_DEC_SPARE_SMS both launches'.
+// (Macros, not ternaries on the knob: the default build's SASS stays that of the build measured without the knob.)
+#if MLA_DEC_SPARE_SMS
+#define MLA_DEC_VCTA(p) ((p).vbase + int(blockIdx.x))
+#define MLA_DEC_VGRID(p) ((p).vgrid)
+#else
+#define MLA_DEC_VCTA(p) int(blockIdx.x)
+#define MLA_DEC_VGRID(p) int(gridDim.x)
+#endif
+
 // The 64-column box of out viewed as (M, 2N) that consumer warpgroup w of this CTA computes in its pair step ps,
 // or -1 (none: the grid's boxes are dealt, MLA_DEC_SPREAD). Boxes below N / 64 read w_up_k.
 __device__ __forceinline__ int box_of(const Params& p, int ps, int w) {
 #if MLA_DEC_SPREAD
-    const int h = (int(gridDim.x) - 1 - int(blockIdx.x)) + (2 * ps + w) * int(gridDim.x);
+    const int h = (MLA_DEC_VGRID(p) - 1 - MLA_DEC_VCTA(p)) + (2 * ps + w) * MLA_DEC_VGRID(p);
     return h < 2 * p.units2 ? h : -1;
 #else
-    const int u = int(blockIdx.x) + ps * int(gridDim.x);
+    const int u = MLA_DEC_VCTA(p) + ps * MLA_DEC_VGRID(p);
     return u < p.units2 ? 2 * u + w : -1;
 #endif
 }
@@ -153,13 +177,13 @@ __device__ __forceinline__ int box_of(const Params& p, int ps, int w) {
 // the CTAs that store latent elements (GEMM1, half 0 of d) and 1 for the others. "C start" here stamps the latent copied into shared memory and
 // "P g2 latent ready" the latent wait passed (consumer thread 0). Compiled out otherwise.
 #ifdef MLA_TRACE
-__device__ __forceinline__ void dec_mark(bool stores_latent, int ev) {
+__device__ __forceinline__ void dec_mark(const Params& p, bool stores_latent, int ev) {
     unsigned long long t;
     asm volatile("mov.u64 %0, %%globaltimer;\n" : "=l"(t) :: "memory");
     if (ev == mla::EV_SMID) asm volatile("{ .reg .u32 s; mov.u32 s, %%smid; cvt.u64.u32 %0, s; }\n" : "=l"(t));
-    if (blockIdx.x < mla::TRACE_CTAS) mla::trace_buf[stores_latent ? 0 : 1][blockIdx.x][ev] = t;
+    if (MLA_DEC_VCTA(p) < mla::TRACE_CTAS) mla::trace_buf[stores_latent ? 0 : 1][MLA_DEC_VCTA(p)][ev] = t;
 }
-#define DEC_MARK(ev) dec_mark(g1 && half == 0, ::mla::ev)
+#define DEC_MARK(ev) dec_mark(p, g1 && half == 0, ::mla::ev)
 #else
 #define DEC_MARK(ev) ((void)0)
 #endif
@@ -186,7 +210,7 @@ mla_decode_kernel(const __grid_constant__ CUtensorMap tm_hidden, const __grid_co
     const int wg = tid / 128;
     const int cl = int(blockIdx.x) / CLUSTER;           // 1-D grid, clusters of 8 consecutive CTAs
     const int krank = int(hop::cluster_ctarank());
-    const bool g1 = cl < p.halves * p.tiles1;           // uniform over the cluster
+    const bool g1 = (!MLA_DEC_SPARE_SMS || p.vbase == 0) && cl < p.halves * p.tiles1;  // uniform over the cluster
     const int tile1 = cl % p.tiles1, half = cl / p.tiles1;
     const int k0 = (half * CLUSTER + krank) * p.kpr;
     const int nk1 = g1 ? max(0, min(k0 + p.kpr, p.ksteps1) - k0) : 0;
@@ -210,6 +234,7 @@ mla_decode_kernel(const __grid_constant__ CUtensorMap tm_hidden, const __grid_co
         DEC_MARK(EV_SMID);
     }
     __syncthreads();
+    if (MLA_DEC_SPARE_SMS && p.vbase == 0) hop::pdl_launch_dependents();  // the spare SMs' launch may start
 
     if (wg == 0) {
         // ------------------------------------------------------------ producer
@@ -384,7 +409,7 @@ mla_decode_kernel(const __grid_constant__ CUtensorMap tm_hidden, const __grid_co
         // H100, results/NOTES.md 2026-12-06 third). The last CTA to pass resets the counters for the next call; the
         // arrival on lat_seen comes first, so a producer still polling `landed` leaves by it.
         hop::mbar_arrive(lat_seen);
-        if (atomicAdd(p.consumed, 1) == int(gridDim.x) - 1) {
+        if (atomicAdd(p.consumed, 1) == MLA_DEC_VGRID(p) - 1) {
             *p.consumed = 0;
             *p.ready = 0;
             *p.landed = 0;
@@ -508,6 +533,11 @@ inline bool run(const torch::Tensor& hidden, const torch::Tensor& w_down, const 
     const int boxes_ctas = MLA_DEC_SPREAD ? 2 * p.units2 : p.units2;  // CTAs that GEMM2 can keep busy
     const int clusters = std::min(max_cl, std::max(p.halves * p.tiles1, kv::cdiv(boxes_ctas, CLUSTER)));
     if (clusters < p.halves * p.tiles1) return false;
+    // the spare SMs' launch (MLA_DEC_SPARE_SMS): the SMs the clusters leave, at most the boxes left over
+    const int a_grid = clusters * CLUSTER;
+    const int b_grid = MLA_DEC_SPARE_SMS ? std::max(0, std::min(kv::dev_info(dev).sms, boxes_ctas) - a_grid) : 0;
+    p.vbase = 0;
+    p.vgrid = a_grid + b_grid;
     const size_t n_cnt = 3 + size_t(p.tiles1) * CLUSTER;  // ready, consumed, handed per (tile, rank), landed
     int* cnt = mla::counters_if_ready(dev, n_cnt);
     if (cnt == nullptr) {
@@ -531,11 +561,22 @@ inline bool run(const torch::Tensor& hidden, const torch::Tensor& w_down, const 
     const mla::Maps maps = mla::make_maps<T, 64, 64>(hidden.data_ptr(), w_down.data_ptr(), w_up_k.data_ptr(),
                                                      w_up_v.data_ptr(), latent.data_ptr(), out.data_ptr(), M, D, R, N);
     hop::LaunchShape shape;
-    shape.grid = dim3(unsigned(clusters * CLUSTER));
+    shape.grid = dim3(unsigned(a_grid));
     shape.block = dim3(THREADS);
     shape.smem_bytes = SMEM_ALLOC;
     shape.cluster = dim3(CLUSTER);
     hop::launch_ex(mla_decode_kernel<T>, shape, stream, maps.hidden, maps.wdown, maps.wk, maps.wv, maps.out, maps.latent, p);
+    if (b_grid > 0) {
+        Params pb = p;
+        pb.vbase = a_grid;
+        hop::LaunchShape spare;
+        spare.grid = dim3(unsigned(b_grid));
+        spare.block = dim3(THREADS);
+        spare.smem_bytes = SMEM_ALLOC;
+        spare.programmatic = true;
+        hop::launch_ex(mla_decode_kernel<T>, spare, stream, maps.hidden, maps.wdown, maps.wk, maps.wv, maps.out,
+                       maps.latent, pb);
+    }
     return true;
 }
 
