@@ -11,7 +11,8 @@
 #            PROBE_VARIANT, PROBE_AXES and PROBE_ARGS add a scripts/probe_axis.sh run after the tests (its builds
 #            happen with the others); PROBES adds several, one per line, each "VARIANT|AXES|ARGS" (results in
 #            probe-VARIANT.{json,md,log}).
-# BUILD=0 skips the build-everything step (a call of probes or profiles only: each builds just what it runs).
+# BUILD=0 skips the build-everything step (a call of probes or profiles only: each builds just what it runs); BUILD_S
+# is each build command's time limit (default 400 s).
 # A sweep cut by its time limit gets SIGINT: the harness keeps its finished rows (the file says complete: false).
 # The machine gets the tree without .git: pass KVBENCH_COMMIT=<sha>; CUTLASS headers travel as third_party/cutlass.
 #   KVBENCH_COMMIT=$(git rev-parse HEAD) PHASE=1 scripts/gpu_session.sh
@@ -46,26 +47,29 @@ sweep() {  # NAME DTYPES DEVICES: the preset sweep at decode, mid and prefill si
     --dtype "$2" --devices "$3" --json "$work/$1.json" --markdown "$work/$1.md" > "$work/$1.log" 2>&1
   echo "$1: exit $?, $(grep '^wall time' "$work/$1.log" || tail -1 "$work/$1.log")"
 }
+# Each build command's limit: on a fresh 16-core H100 machine all of them in parallel took more than 300 s
+# (results/NOTES.md, 2026-12-06 third).
+build_s=${BUILD_S:-400}
 build() {
   rm -f "$work"/build*.log  # a warm machine keeps the last call's: the summary below is this call's only
-  CUDA_VISIBLE_DEVICES= timeout 300 $py run_bench.py --variant all --shape seed --json "$work/build.json" \
+  CUDA_VISIBLE_DEVICES= timeout "$build_s" $py run_bench.py --variant all --shape seed --json "$work/build.json" \
     > "$work/build.log" 2>&1 &
-  CUDA_VISIBLE_DEVICES= timeout 300 $py run_bench.py --kernels tests/adversarial --variant all --shape seed \
+  CUDA_VISIBLE_DEVICES= timeout "$build_s" $py run_bench.py --kernels tests/adversarial --variant all --shape seed \
     --json "$work/build-adv.json" > "$work/build-adv.log" 2>&1 &
   # tests/test_scaffold.py builds `new`'s template in a folder of its own; the build cache is keyed by content,
   # so building it here makes the GPU suite find it cached as well.
   local scaffold
   scaffold=$(mktemp -d)
   cp kernels/kv_common.cuh "$scaffold/"
-  { $py run_bench.py new scaffolded --kernels "$scaffold" && CUDA_VISIBLE_DEVICES= timeout 300 $py run_bench.py \
+  { $py run_bench.py new scaffolded --kernels "$scaffold" && CUDA_VISIBLE_DEVICES= timeout "$build_s" $py run_bench.py \
       --kernels "$scaffold" --variant all --shape seed --json "$work/build-scaffold.json"; } \
     > "$work/build-scaffold.log" 2>&1 &
   # scripts/launch_floor.py's kernels (its GPU test then finds them cached); without a GPU it exits 3 once built
-  CUDA_VISIBLE_DEVICES= timeout 300 $py scripts/launch_floor.py > "$work/build-launch-floor.log" 2>&1 &
+  CUDA_VISIBLE_DEVICES= timeout "$build_s" $py scripts/launch_floor.py > "$work/build-launch-floor.log" 2>&1 &
   local v axes args
   while IFS='|' read -r v axes args; do  # each probe's builds (one per axis value) with the others
     [ -n "$v" ] || continue
-    CUDA_VISIBLE_DEVICES= PROBE_DIR=/tmp/gpu-session/probe-$v timeout 300 scripts/probe_axis.sh "$v" \
+    CUDA_VISIBLE_DEVICES= PROBE_DIR=/tmp/gpu-session/probe-$v timeout "$build_s" scripts/probe_axis.sh "$v" \
       "$axes" --shape seed --json "$work/build-probe-$v.json" > "$work/build-probe-$v.log" 2>&1 < /dev/null &
   done <<< "$probes"
   wait
