@@ -77,3 +77,24 @@ def test_gzipped_files_and_unreadable_ones(tmp_path, targets):
         done = subprocess.run([sys.executable, str(script), str(bad)], capture_output=True, text=True)
         assert done.returncode == 2 and done.stdout == "", done
         assert done.stderr.count("\n") == 1 and says in done.stderr and str(bad) in done.stderr, done.stderr
+
+
+def test_target_four_needs_one_launch_per_call(tmp_path, targets):
+    """Target 4 reads "one launch, weights read once": a faster row that launches twice does not meet it, the best
+    one-launch row is named beside it, and a file without breakdowns cannot show the bar met."""
+    def decode(variant, us, n):
+        r = row(variant, us, tokens=64, floor=16.0)
+        if n is not None:
+            r["kernels"] = {"launches": n, "list": []}
+        return r
+    bases = baselines(tokens=64)
+    two = targets.load([write(tmp_path, "a.json", [*bases, decode("fused_tiled", 23.0, 2), decode("two_stage", 23.5, 1)])])
+    line = targets.floor_target(two, 4, "deepseek-v3", 64, 1.5, one_launch=True)
+    assert "not met" in line and "2 launches per call" in line and "best one-launch kernel two_stage 23.5" in line
+    one = targets.load([write(tmp_path, "b.json", [*bases, decode("fused_tiled", 23.0, 1)])])
+    assert "one launch per call" in targets.floor_target(one, 4, "deepseek-v3", 64, 1.5, one_launch=True)
+    assert "MET" in targets.floor_target(one, 4, "deepseek-v3", 64, 1.5, one_launch=True)
+    unknown = targets.load([write(tmp_path, "c.json", [*bases, decode("fused_tiled", 23.0, None)])])
+    line = targets.floor_target(unknown, 4, "deepseek-v3", 64, 1.5, one_launch=True)
+    assert "not met" in line and "not in the file" in line
+    assert "MET" in targets.floor_target(unknown, 4, "deepseek-v3", 64, 1.5)  # the other floor targets: time only
