@@ -87,6 +87,14 @@ class Breakdown:
         return (self.shape, self.dtype, self.variant)
 
 
+NOT_PROFILED = "not profiled: "  # a breakdown's note when profiling the call raised; the exception follows
+
+
+def failed(b: Breakdown) -> bool:
+    """The call raised while it was profiled (no call recorded): the variant fails under the profiler."""
+    return b.calls == 0 and b.note.startswith(NOT_PROFILED)
+
+
 # ---- the trace ----------------------------------------------------------------------------------------
 
 def _dims(value) -> tuple[int, ...] | None:
@@ -228,7 +236,7 @@ def serve(jobs, settings, queue) -> None:
                     if context_broken():
                         _exit_now(queue, 3)
                     result = Breakdown(target.name, task.shape, task.dtype, (), 0,
-                                       f"not profiled: {_one_line(exc)}")
+                                       f"{NOT_PROFILED}{_one_line(exc)}")
                 queue.put(("breakdown", result))
     queue.put(("done", None))
     _exit_now(queue, 0)

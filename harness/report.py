@@ -16,6 +16,9 @@ from harness.roofline import SUSPECT_BELOW, Ceilings, roofline
 
 NOISE_FLAG, THROTTLE_FLAG, FLOOR_FLAG, UNBLOCKED_FLAG = "noisy", "throttled", "below-floor", "unblocked"
 GRAPH_UNCHECKED_FLAG = "graph-unchecked"  # the call refused CUDA graph capture, so that check did not run
+# The call raised under torch.profiler (CUPTI tracing on) when the breakdown profiled it: a failure of the variant's
+# that the timed and checked calls did not meet (its reason is the breakdown's note in the result file).
+PROFILE_FAILED_FLAG = "profile-failed"
 # A call that launches a kernel cannot take less GPU time than an empty kernel's launch in the same run;
 # 0.9 leaves room for the two medians' noise (a tiny real kernel sits just above the empty one).
 BELOW_LAUNCH = 0.9
@@ -87,7 +90,8 @@ def below_launch(row: Row, by_key: dict) -> bool:
     return row.gpu.summary.median < BELOW_LAUNCH * floor.gpu.summary.median
 
 
-def flags(row: Row, roof, cache: CacheMode, by_key: dict | None = None) -> list[str]:
+def flags(row: Row, roof, cache: CacheMode, by_key: dict | None = None,
+          kernels: breakdown.Breakdown | None = None) -> list[str]:
     out = []
     if any(t is not None and t.summary.noisy for t in (row.gpu, row.call)):
         out.append(NOISE_FLAG)
@@ -100,6 +104,8 @@ def flags(row: Row, roof, cache: CacheMode, by_key: dict | None = None) -> list[
         out.append(UNBLOCKED_FLAG)
     if row.unchecked:
         out.append(GRAPH_UNCHECKED_FLAG)
+    if kernels is not None and breakdown.failed(kernels):
+        out.append(PROFILE_FAILED_FLAG)
     return out
 
 
@@ -124,7 +130,7 @@ def row_dict(row: Row, by_key: dict, ceilings: Ceilings | None, cache: CacheMode
         "clocks": dataclasses.asdict(row.clocks) if row.clocks else None,
         "compile_s": _round(row.compile_s, 3),
         "unchecked": list(row.unchecked),
-        "flags": flags(row, roof, cache, by_key),
+        "flags": flags(row, roof, cache, by_key, kernels),
         "device": {"index": row.device.index, "uuid": row.device.uuid} if row.device else None,
         "kernels": breakdown.to_dict(kernels) if kernels else None,  # per-kernel breakdown of one call
     }

@@ -1,4 +1,4 @@
-// summary: The latent never leaves the chip or L2 between the two products. bf16/fp16 on sm_90a: one kernel. Decode (M <= 64): every CTA of a grid of 8-CTA clusters (plus, on the SMs the clusters leave, a programmatic-dependent launch of the same kernel that runs GEMM2 only) pulls its share of w_down and most of its w_up into shared memory at entry; GEMM1 split over d inside clusters (distributed shared memory), the latent published by a counter and copied by every CTA, then its w_up columns. Larger M: a persistent TMA + wgmma kernel whose GEMM1 units (split-k over all SMs, w_down read once) publish per-row-tile ready flags and whose GEMM2 units start as soon as their row tile's latent is done. float32 and other shapes: one SIMT kernel over row tiles that keeps each row tile's latent in shared memory (DIRECT small-M path first).
+// summary: The latent never leaves the chip or L2 between the two products. bf16/fp16 on sm_90a: ONE launch. Decode (M <= 64): every CTA of a grid of 8-CTA clusters pulls its share of w_down and most of its w_up into shared memory at entry; GEMM1 split over d inside clusters (distributed shared memory), the latent published by a counter and copied by every CTA, then its w_up columns. Larger M: a persistent TMA + wgmma kernel whose GEMM1 units (split-k over all SMs, w_down read once) publish per-row-tile ready flags and whose GEMM2 units start as soon as their row tile's latent is done. float32 and other shapes: one SIMT kernel over row tiles that keeps each row tile's latent in shared memory (DIRECT small-M path first).
 // dtypes: float32,bfloat16,float16
 
 /*
@@ -81,7 +81,7 @@
 #include "mla_decode.cuh"
 #include "mla_tc.cuh"
 
-// 1: decode shapes (M <= 64) take mla_decode.cuh's path; 0: the mla_tc engine's fused launch (a probe axis).
+// 1: decode shapes (M <= 64) take mla_decode.cuh's one-launch path; 0: the mla_tc engine's fused launch (a probe axis).
 #ifndef MLA_FUSED_DECODE
 #define MLA_FUSED_DECODE 1
 #endif

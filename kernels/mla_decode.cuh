@@ -1,6 +1,6 @@
-// fused_tiled's decode path (bf16 / fp16, sm_90a, M <= 64 tokens): one kernel in which every CTA pulls its share of
-// the weights into shared memory at once, so DRAM streams w_down and most of w_up before the latent exists. One
-// launch of clusters, plus (MLA_DEC_SPARE_SMS) a second, cluster-free launch on the SMs the clusters leave idle.
+// fused_tiled's decode path (bf16 / fp16, sm_90a, M <= 64 tokens): ONE launch in which every CTA pulls its share of
+// the weights into shared memory at once, so DRAM streams w_down and most of w_up before the latent exists
+// (MLA_DEC_SPARE_SMS=1 adds a second, cluster-free launch on the SMs the clusters leave idle).
 #pragma once
 
 #include "mla_tc.cuh"
@@ -116,11 +116,12 @@ static_assert(G2_STAGES == 9 && stage2_off(5) + STAGE_BYTES == DATA_BYTES, "the 
 // programmatic dependent (it can start once every CTA of the first has, at its entry); both launches deal GEMM2's
 // boxes over one virtual grid and count their CTAs into one `consumed`. On 120 CTAs, DeepSeek-V3 64's 512 boxes
 // left 32 CTAs a fifth box and the call's end was theirs; on 132 none has more than 4. H100, 3 rounds: -1.6 to
-// -1.8 us at V3 and kimi-k2, 1 and 64 tokens; the trace has the second launch's CTAs in within 2 us of the first's
-// (results/NOTES.md, 2026-12-06 fourth). Two launches per call where SMs are spare (none where the clusters fill
-// the GPU); 0 keeps one. Without the overlap (no PDL) the second launch runs after the first: correct, slower.
+// -1.8 us at V3 and kimi-k2, 1 and 64 tokens, correct on 24 shape x dtype groups and under graph replay. Default 0
+// (one launch) because under torch.profiler (CUPTI) the call fails with "invalid argument" (the harness's
+// breakdown, results/NOTES.md 2026-12-06 fourth); a probe axis until that is understood. Without the overlap (no
+// PDL) the second launch runs after the first: correct, slower.
 #ifndef MLA_DEC_SPARE_SMS
-#define MLA_DEC_SPARE_SMS 1
+#define MLA_DEC_SPARE_SMS 0
 #endif
 
 struct Params {

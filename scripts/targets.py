@@ -65,7 +65,17 @@ def launches(row):
     """Launches per call from the row's per-kernel breakdown (kernels, copies and memsets); None when the run had
     no breakdown (--no-breakdown)."""
     kernels = row.get("kernels")
-    return kernels.get("launches") if isinstance(kernels, dict) else None
+    if not isinstance(kernels, dict) or not kernels.get("calls"):  # no breakdown, or one that recorded no call
+        return None
+    return kernels.get("launches")
+
+
+def launches_missing(row):
+    """Why a row has no launch count: no breakdown in the run, or the breakdown's own note (it failed)."""
+    kernels = row.get("kernels")
+    if isinstance(kernels, dict) and kernels.get("note"):
+        return f"no launch count: the breakdown says {kernels['note']!r}"
+    return "launches per call not in the file (a run without --no-breakdown has them)"
 
 
 def floor_target(groups, number, preset, tokens, bar, one_launch=False):
@@ -87,17 +97,17 @@ def floor_target(groups, number, preset, tokens, bar, one_launch=False):
     launch_note = ""
     if one_launch:
         n = launches(row)
-        if n is None:
-            met, launch_note = False, ", launches per call not in the file (a run without --no-breakdown has them)"
-        elif n != 1:
-            met, launch_note = False, f", {n} launches per call (bar: one)"
+        if n == 1:
+            launch_note = ", one launch per call"
+        else:
+            met = False
+            launch_note = ", " + (launches_missing(row) if n is None else f"{n} launches per call (bar: one)")
             single = {v: r for v, r in kernels.items() if launches(r) == 1}
             if single:
                 one_variant, one_row = best(single)
-                launch_note += (f"; best one-launch kernel {one_variant} {us(one_row):.1f} us = "
-                                f"{us(one_row) / floor:.2f}x")
-        else:
-            launch_note = ", one launch per call"
+                one_ratio = us(one_row) / floor
+                launch_note += (f"; best one-launch kernel {one_variant} {us(one_row):.1f} us = {one_ratio:.2f}x"
+                                f" ({'meets' if one_ratio <= bar else 'misses'} the bar)")
     return (f"{number}. {preset} {tokens} bf16: best kernel {variant} {us(row):.1f} us = {ratio:.2f}x floor "
             f"({floor:.1f} us){launch_note}, bar <= {bar}x: {'MET' if met else 'not met'} ({others})")
 

@@ -1,6 +1,6 @@
 import json
 
-from harness import render, report
+from harness import breakdown, render, report
 from harness.records import Clocks, ErrorStats, Kind, Row, Status, Timing
 from harness.resultfile import parse_result, read_result_file, write_result_file
 from harness.shapes import SEED
@@ -101,3 +101,22 @@ def test_a_skipped_graph_check_shows_as_a_flag():
     r = res["rows"][1]
     assert r["status"] == "ok" and "graph-unchecked" in r["flags"] and r["unchecked"] == ["graph-replay"]
     assert "graph-unchecked" in render.result_table(parse_result(res))
+
+
+def test_a_call_that_raised_under_the_profiler_shows_as_a_flag():
+    """The breakdown's profiled calls are the only ones that run with CUPTI tracing on; a call that raised there
+    (a launch the driver refused) is a failure of the variant's, so the row says so, not just an empty cell."""
+    rows = [row("eager", 30.0, 100.0, Kind.BASELINE), row("pdl_pair", 3.0, 10.0), row("plain", 3.0, 10.0),
+            row("quiet", 3.0, 10.0)]
+    one = breakdown.KernelTime("k", "kernel", 1, 2.5)
+    breakdowns = {r.key(): b for r, b in zip(rows[1:], (
+        breakdown.Breakdown("pdl_pair", SEED, "float32", (), 0,
+                            breakdown.NOT_PROFILED + "AcceleratorError: CUDA error: invalid argument"),
+        breakdown.Breakdown("plain", SEED, "float32", (one,), 5),
+        breakdown.Breakdown("quiet", SEED, "float32", (), 5, "the profiler recorded no device activity")))}
+    res = report.result_dict(rows, ENV, {"cache": "cold-read", "rounds": 2}, CEILINGS, complete=True,
+                             breakdowns=breakdowns)
+    by_name = {r["variant"]: r for r in res["rows"]}
+    assert "profile-failed" in by_name["pdl_pair"]["flags"] and "invalid argument" in by_name["pdl_pair"]["kernels"]["note"]
+    assert "profile-failed" not in by_name["plain"]["flags"] + by_name["quiet"]["flags"] + by_name["eager"]["flags"]
+    assert "profile-failed" in render.result_table(parse_result(res))

@@ -85,7 +85,7 @@ def test_target_four_needs_one_launch_per_call(tmp_path, targets):
     def decode(variant, us, n):
         r = row(variant, us, tokens=64, floor=16.0)
         if n is not None:
-            r["kernels"] = {"launches": n, "list": []}
+            r["kernels"] = {"launches": n, "calls": 5, "note": "", "list": []}
         return r
     bases = baselines(tokens=64)
     two = targets.load([write(tmp_path, "a.json", [*bases, decode("fused_tiled", 23.0, 2), decode("two_stage", 23.5, 1)])])
@@ -98,3 +98,8 @@ def test_target_four_needs_one_launch_per_call(tmp_path, targets):
     line = targets.floor_target(unknown, 4, "deepseek-v3", 64, 1.5, one_launch=True)
     assert "not met" in line and "not in the file" in line
     assert "MET" in targets.floor_target(unknown, 4, "deepseek-v3", 64, 1.5)  # the other floor targets: time only
+    failed = decode("fused_tiled", 23.0, 0)  # the breakdown's profiling of the row failed: no count, its reason
+    failed["kernels"].update(calls=0, note="not profiled: AcceleratorError: CUDA error: invalid argument")
+    line = targets.floor_target(targets.load([write(tmp_path, "d.json", [*bases, failed])]), 4, "deepseek-v3", 64,
+                                1.5, one_launch=True)
+    assert "not met" in line and "invalid argument" in line and "0 launches" not in line
