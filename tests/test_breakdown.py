@@ -193,3 +193,36 @@ def test_profiled_device_time_fits_inside_the_timed_gpu_time():
     assert row.status == Status.OK and b.kernels, (row, b)
     gpu_us = row.gpu.summary.median
     assert 0.1 * gpu_us < b.device_us < 1.1 * gpu_us, (b.device_us, gpu_us)
+
+
+RAISES_WHEN_PROFILED = '''# summary: test variant: correct, but raises while torch.profiler records (the breakdown's calls only)
+
+import torch
+
+
+def forward(hidden, w_down, w_up_k, w_up_v, kv_heads):
+    if torch._C._autograd._profiler_enabled():
+        raise RuntimeError("CUDA error: invalid argument (only while profiled)")
+    b, s, d = hidden.shape
+    latent = hidden.reshape(b * s, d) @ w_down
+    return torch.stack(((latent @ w_up_k).view(b, s, kv_heads, -1), (latent @ w_up_v).view(b, s, kv_heads, -1)), 2)
+'''
+
+
+@pytest.mark.gpu
+def test_a_call_that_raises_only_under_the_profiler_is_flagged(tmp_path):
+    """The row stays ok (its checked and timed calls were), and carries profile-failed with the exception in its
+    breakdown's note; the baseline beside it does not."""
+    (tmp_path / "raises_when_profiled.py").write_text(RAISES_WHEN_PROFILED)
+    out = tmp_path / "run.json"
+    done = subprocess.run([sys.executable, "run_bench.py", "--kernels", str(tmp_path), "--variant", "all",
+                           "--shape", "seed", "--dtype", "float32", "--baselines", "eager", "--rounds", "1",
+                           "--budget", "0.05", "--json", str(out)], cwd=REPO, capture_output=True, text=True,
+                          timeout=600)
+    assert done.returncode == 0, done.stderr[-2000:]
+    rows = {r["variant"]: r for r in json.loads(out.read_text())["rows"]}
+    flagged = rows["raises_when_profiled"]
+    assert flagged["status"] == "ok" and report.PROFILE_FAILED_FLAG in flagged["flags"], flagged
+    assert "only while profiled" in flagged["kernels"]["note"]
+    assert report.PROFILE_FAILED_FLAG not in rows["eager"]["flags"] and rows["eager"]["kernels"]["launches"] >= 1
+    assert report.PROFILE_FAILED_FLAG in done.stdout
