@@ -27,10 +27,27 @@ def shape_name(shape):
 
 
 def read_rows(path):
+    """The file's rows, each with the ceilings its floor was computed from (the file's, or those of the device the
+    row ran on) under "_ceilings"."""
     data = parse_json(Path(path), read_text(path))
     if not isinstance(data, dict) or not isinstance(data.get("rows"), list):
         raise ResultFileError(f"{path}: not a result file (no JSON object with rows)")
-    return data["rows"]
+    by_device = {d.get("index"): d.get("ceilings") for d in data.get("devices") or () if isinstance(d, dict)}
+    rows = []
+    for row in data["rows"]:
+        device = (row.get("device") or {}).get("index")
+        rows.append({**row, "_ceilings": by_device.get(device) or data.get("ceilings")})
+    return rows
+
+
+def ceilings_note(row):
+    """The measured ceilings behind a row's floor: the floor moves with them (the matmul rate by several % between
+    runs of one GPU model), so a verdict near its bar names them."""
+    c = row.get("_ceilings") or {}
+    rate = (c.get("matmul_tflops") or {}).get(row["dtype"])
+    if not rate or not c.get("copy_gbps"):
+        return ""
+    return f" at this run's {rate:.0f} TFLOP/s and {c['copy_gbps']:.0f} GB/s"
 
 
 def load(paths):
@@ -109,7 +126,7 @@ def floor_target(groups, number, preset, tokens, bar, one_launch=False):
                 launch_note += (f"; best one-launch kernel {one_variant} {us(one_row):.1f} us = {one_ratio:.2f}x"
                                 f" ({'meets' if one_ratio <= bar else 'misses'} the bar)")
     return (f"{number}. {preset} {tokens} bf16: best kernel {variant} {us(row):.1f} us = {ratio:.2f}x floor "
-            f"({floor:.1f} us){launch_note}, bar <= {bar}x: {'MET' if met else 'not met'} ({others})")
+            f"({floor:.1f} us{ceilings_note(row)}){launch_note}, bar <= {bar}x: {'MET' if met else 'not met'} ({others})")
 
 
 def sweep_target(groups):

@@ -103,3 +103,22 @@ def test_target_four_needs_one_launch_per_call(tmp_path, targets):
     line = targets.floor_target(targets.load([write(tmp_path, "d.json", [*bases, failed])]), 4, "deepseek-v3", 64,
                                 1.5, one_launch=True)
     assert "not met" in line and "invalid argument" in line and "0 launches" not in line
+
+
+def test_a_floor_names_the_ceilings_it_came_from(tmp_path, targets):
+    """The floor is the run's own: its matmul rate moves by several % between runs of one GPU model, so the line
+    says which rate and bandwidth it used (the device's own when the row ran on one of several)."""
+    path = tmp_path / "a.json"
+    path.write_text(json.dumps({"ceilings": {"copy_gbps": 4085.0, "matmul_tflops": {"bfloat16": 737.0}},
+                                "devices": [{"index": 1, "ceilings": {"copy_gbps": 4000.0,
+                                                                      "matmul_tflops": {"bfloat16": 790.0}}}],
+                                "rows": [*baselines(), row("two_stage", 220.0)]}))
+    line = targets.floor_target(targets.load([path]), 1, "deepseek-v3", 4096, 1.15)
+    assert "(200.0 us at this run's 737 TFLOP/s and 4085 GB/s)" in line
+    on_one = row("two_stage", 220.0)
+    on_one["device"] = {"index": 1, "uuid": "GPU-1"}
+    path.write_text(json.dumps({"ceilings": None, "devices": [{"index": 1, "ceilings": {
+        "copy_gbps": 4000.0, "matmul_tflops": {"bfloat16": 790.0}}}], "rows": [*baselines(), on_one]}))
+    assert "at this run's 790 TFLOP/s" in targets.floor_target(targets.load([path]), 1, "deepseek-v3", 4096, 1.15)
+    assert "at this run's" not in targets.floor_target(
+        targets.load([write(tmp_path, "b.json", [*baselines(), row("two_stage", 220.0)])]), 1, "deepseek-v3", 4096, 1.15)
