@@ -120,9 +120,13 @@ static_assert(G2_STAGES == 9 && stage2_off(5) + STAGE_BYTES == DATA_BYTES, "the 
 // (one launch) because under torch.profiler (CUPTI) the call fails with "invalid argument" (the harness's
 // breakdown, results/NOTES.md 2026-12-06 fourth); a probe axis until that is understood. Without the overlap (no
 // PDL) the second launch runs after the first: correct, slower.
+// 2: the same, but the spare launch runs its own instantiation of the kernel (a second function, the same code):
+// under the profiler the pair of 1 fails and two_stage's pair of two functions does not, so this asks whether one
+// function launched with and without a cluster attribute is what the driver refuses there (not yet run on a GPU).
 #ifndef MLA_DEC_SPARE_SMS
 #define MLA_DEC_SPARE_SMS 0
 #endif
+static_assert(MLA_DEC_SPARE_SMS >= 0 && MLA_DEC_SPARE_SMS <= 2, "MLA_DEC_SPARE_SMS: 0, 1 or 2");
 
 struct Params {
     int M, D, R, N;
@@ -191,7 +195,8 @@ __device__ __forceinline__ void dec_mark(const Params& p, bool stores_latent, in
 #define DEC_MARK(ev) ((void)0)
 #endif
 
-template <typename T>
+// SPARE_FN: nothing in the body; MLA_DEC_SPARE_SMS=2 launches the spare SMs' grid as this second instantiation.
+template <typename T, bool SPARE_FN = false>
 __global__ void __launch_bounds__(THREADS, 1)
 mla_decode_kernel(const __grid_constant__ CUtensorMap tm_hidden, const __grid_constant__ CUtensorMap tm_wdown,
                   const __grid_constant__ CUtensorMap tm_wk, const __grid_constant__ CUtensorMap tm_wv,
@@ -577,8 +582,10 @@ inline bool run(const torch::Tensor& hidden, const torch::Tensor& w_down, const 
         spare.block = dim3(THREADS);
         spare.smem_bytes = SMEM_ALLOC;
         spare.programmatic = true;
-        hop::launch_ex(mla_decode_kernel<T>, spare, stream, maps.hidden, maps.wdown, maps.wk, maps.wv, maps.out,
-                       maps.latent, pb);
+        constexpr bool own_fn = MLA_DEC_SPARE_SMS == 2;
+        if (own_fn) kv::set_max_dynamic_smem_once<mla_decode_kernel<T, own_fn>>(dev, SMEM_ALLOC);
+        hop::launch_ex(mla_decode_kernel<T, own_fn>, spare, stream, maps.hidden, maps.wdown, maps.wk, maps.wv,
+                       maps.out, maps.latent, pb);
     }
     return true;
 }
