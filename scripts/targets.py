@@ -97,7 +97,8 @@ def launches_missing(row):
 
 def floor_target(groups, number, preset, tokens, bar, one_launch=False):
     """The best kernel row's GPU time against the roofline floor. one_launch (target 4: "one launch, weights read
-    once"): the bar holds only for a row whose breakdown shows one launch per call; the best such row is named."""
+    once"): only a row whose breakdown shows one launch per call can meet the bar; when the best row is not one,
+    the best one-launch row is named and decides."""
     rows = groups.get((preset, tokens, "bfloat16"))
     if not rows:
         return f"{number}. {preset} {tokens} bf16: not in these files"
@@ -123,10 +124,12 @@ def floor_target(groups, number, preset, tokens, bar, one_launch=False):
             if single:
                 one_variant, one_row = best(single)
                 one_ratio = us(one_row) / floor
+                met = one_ratio <= bar  # the target is met by its best one-launch row
                 launch_note += (f"; best one-launch kernel {one_variant} {us(one_row):.1f} us = {one_ratio:.2f}x"
-                                f" ({'meets' if one_ratio <= bar else 'misses'} the bar)")
+                                f" ({'meets' if met else 'misses'} the bar)")
     return (f"{number}. {preset} {tokens} bf16: best kernel {variant} {us(row):.1f} us = {ratio:.2f}x floor "
-            f"({floor:.1f} us{ceilings_note(row)}){launch_note}, bar <= {bar}x: {'MET' if met else 'not met'} ({others})")
+            f"({floor:.1f} us{ceilings_note(row)}){launch_note}, bar <= {bar}x: {'MET' if met else 'not met'} "
+            f"({others})")
 
 
 def sweep_target(groups):

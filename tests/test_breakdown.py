@@ -195,7 +195,7 @@ def test_profiled_device_time_fits_inside_the_timed_gpu_time():
     assert 0.1 * gpu_us < b.device_us < 1.1 * gpu_us, (b.device_us, gpu_us)
 
 
-RAISES_WHEN_PROFILED = '''# summary: test variant: correct, but raises while torch.profiler records (the breakdown's calls only)
+RAISES_WHEN_PROFILED = '''# summary: test variant: correct, but raises while torch.profiler records
 
 import torch
 

@@ -117,6 +117,7 @@ def test_a_call_that_raised_under_the_profiler_shows_as_a_flag():
     res = report.result_dict(rows, ENV, {"cache": "cold-read", "rounds": 2}, CEILINGS, complete=True,
                              breakdowns=breakdowns)
     by_name = {r["variant"]: r for r in res["rows"]}
-    assert "profile-failed" in by_name["pdl_pair"]["flags"] and "invalid argument" in by_name["pdl_pair"]["kernels"]["note"]
+    pair = by_name["pdl_pair"]
+    assert "profile-failed" in pair["flags"] and "invalid argument" in pair["kernels"]["note"]
     assert "profile-failed" not in by_name["plain"]["flags"] + by_name["quiet"]["flags"] + by_name["eager"]["flags"]
     assert "profile-failed" in render.result_table(parse_result(res))
