@@ -5,6 +5,8 @@
 
 #include "mla_tc.cuh"
 
+#include <cstdio>
+
 /*
  * Grid: C clusters of 8 CTAs (C <= the clusters the device can hold at once: every CTA is resident, which the
  * latent wait below needs), one CTA per SM, 384 threads = producer warpgroup (one thread issues every TMA) + two
@@ -584,8 +586,23 @@ inline bool run(const torch::Tensor& hidden, const torch::Tensor& w_down, const 
         spare.programmatic = true;
         constexpr bool own_fn = MLA_DEC_SPARE_SMS == 2;
         if (own_fn) kv::set_max_dynamic_smem_once<mla_decode_kernel<T, own_fn>>(dev, SMEM_ALLOC);
-        hop::launch_ex(mla_decode_kernel<T, own_fn>, spare, stream, maps.hidden, maps.wdown, maps.wk, maps.wv,
-                       maps.out, maps.latent, pb);
+        // Under torch.profiler (CUPTI) the programmatic launch was refused with "invalid argument" (results/NOTES.md
+        // 2026-12-06 fourth). Launched plain instead it runs after the clusters' grid: correct (its CTAs only read
+        // what that grid publishes), without the overlap. Said once on stderr, so a probe shows which launch ran.
+        const cudaError_t err = hop::try_launch_ex(mla_decode_kernel<T, own_fn>, spare, stream, maps.hidden, maps.wdown,
+                                                   maps.wk, maps.wv, maps.out, maps.latent, pb);
+        if (err != cudaSuccess) {
+            (void)cudaGetLastError();
+            static bool said = false;
+            if (!said) {
+                said = true;
+                std::fprintf(stderr, "mla_decode: the spare SMs' programmatic launch was refused (%s); launched plain\n",
+                             cudaGetErrorString(err));
+            }
+            spare.programmatic = false;
+            hop::launch_ex(mla_decode_kernel<T, own_fn>, spare, stream, maps.hidden, maps.wdown, maps.wk, maps.wv,
+                           maps.out, maps.latent, pb);
+        }
     }
     return true;
 }
