@@ -11,12 +11,14 @@ import os
 import re
 import shlex
 import shutil
+import subprocess
 import sys
 import time
 from pathlib import Path
 
 import torch
 
+from harness import cubin
 from harness import includes as header_libs
 from harness import resources
 from harness.baselines import import_extension
@@ -266,9 +268,23 @@ def _build_locked(src: ExtensionSource, archs: tuple[str, ...], libraries, modul
         return BuildResult(src.name, ok=False, seconds=time.perf_counter() - start,
                            message=first_error_lines(text), log_path=str(log_path))
     seconds = time.perf_counter() - start
+    warn_shared_statics(src.name, module.__file__)
     return BuildResult(src.name, ok=True, so_path=module.__file__, module_name=module_name,
                        seconds=seconds, log_path=str(log_path),
                        resources=resources.read_build(build_dir, module.__file__))
+
+
+def warn_shared_statics(name: str, so_path: str) -> None:
+    """One warning line when a fresh build holds objects that are one per process (cubin.shared_statics): the
+    profiling process and the GPU tests load several extensions into one process, where such a cache answers for
+    another build's kernels (fused_tiled's did: results/NOTES.md 2026-12-06 fifth)."""
+    try:
+        shared = cubin.shared_statics(so_path)
+    except (OSError, subprocess.CalledProcessError):  # no binutils here: nothing known, nothing said
+        return
+    if shared:
+        log.warning("%s: %d object(s) one per process, not per extension (first: %s); make the functions that hold "
+                    "them static inline", name, len(shared), shared[0])
 
 
 def build_all(sources: list[ExtensionSource], cache_root: Path = DEFAULT_CACHE,

@@ -7,6 +7,7 @@ the "sized value" format a u16 size and that many bytes, else two bytes); EIATTR
 from __future__ import annotations
 
 import struct
+import subprocess
 from pathlib import Path
 
 FATBIN_MAGIC = 0xBA55ED50
@@ -89,3 +90,25 @@ def launch_bounds(so_path: str | Path) -> dict[str, int]:
                     bounds[name[len(".nv.info."):]] = threads
             start = image.find(b"\x7fELF", start + 4)
     return bounds
+
+
+# Namespaces whose process-wide objects are the libraries' own (tag constants, their own caches), not a variant's.
+LIBRARY_NAMESPACES = ("std::", "cuda::", "thrust::", "cub::", "at::", "c10::", "torch::", "pybind11::", "cute::",
+                      "cutlass::", "__gnu_cxx::")
+
+
+def shared_statics(so_path: str | Path) -> list[str]:
+    """The objects of a built extension that the dynamic loader makes one per process instead of one per
+    extension: GNU unique symbols (`nm` type "u"), i.e. a function-local static of an inline or template function
+    with external linkage, or a static data member of a class template. The profiling process and the GPU tests
+    load several variants' extensions into one process, so a cache kept in such an object (say, "this kernel's
+    shared-memory limit is raised") answers for another extension's kernel of the same name, whose launch is then
+    refused. The variant's own names only (LIBRARY_NAMESPACES left out), demangled; needs binutils' nm."""
+    listing = subprocess.run(["nm", "-DC", "--defined-only", str(so_path)], capture_output=True, text=True,
+                             check=True).stdout
+    names = set()
+    for line in listing.splitlines():
+        parts = line.split(" ", 2)
+        if len(parts) == 3 and parts[1] == "u" and not parts[2].startswith(LIBRARY_NAMESPACES):
+            names.add(parts[2])
+    return sorted(names)

@@ -96,10 +96,10 @@ inline int max_active_clusters(void (*kernel)(KernelParams...), int cluster, int
 }
 
 // One cudaLaunchKernelEx with the attributes `shape` asks for; the arguments are converted to the kernel's
-// parameter types as in a <<<>>> launch. Returns the launch's status (a refused launch is not sticky).
+// parameter types as in a <<<>>> launch.
 template <typename... KernelParams, typename... Args>
-inline cudaError_t try_launch_ex(void (*kernel)(KernelParams...), const LaunchShape& shape, cudaStream_t stream,
-                                 Args&&... args) {
+inline void launch_ex(void (*kernel)(KernelParams...), const LaunchShape& shape, cudaStream_t stream,
+                      Args&&... args) {
     cudaLaunchAttribute attrs[2];
     unsigned n_attrs = 0;
     if (shape.cluster.x * shape.cluster.y * shape.cluster.z > 1) {
@@ -121,14 +121,7 @@ inline cudaError_t try_launch_ex(void (*kernel)(KernelParams...), const LaunchSh
     config.stream = stream;
     config.attrs = attrs;
     config.numAttrs = n_attrs;
-    return cudaLaunchKernelEx(&config, kernel, std::forward<Args>(args)...);
-}
-
-// try_launch_ex, throwing (C10_CUDA_CHECK) when the launch is refused.
-template <typename... KernelParams, typename... Args>
-inline void launch_ex(void (*kernel)(KernelParams...), const LaunchShape& shape, cudaStream_t stream,
-                      Args&&... args) {
-    C10_CUDA_CHECK(try_launch_ex(kernel, shape, stream, std::forward<Args>(args)...));
+    C10_CUDA_CHECK(cudaLaunchKernelEx(&config, kernel, std::forward<Args>(args)...));
 }
 
 // ================================================================ device: addresses, barriers, fences

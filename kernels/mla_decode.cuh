@@ -5,8 +5,6 @@
 
 #include "mla_tc.cuh"
 
-#include <cstdio>
-
 /*
  * Grid: C clusters of 8 CTAs (C <= the clusters the device can hold at once: every CTA is resident, which the
  * latent wait below needs), one CTA per SM, 384 threads = producer warpgroup (one thread issues every TMA) + two
@@ -118,17 +116,13 @@ static_assert(G2_STAGES == 9 && stage2_off(5) + STAGE_BYTES == DATA_BYTES, "the 
 // programmatic dependent (it can start once every CTA of the first has, at its entry); both launches deal GEMM2's
 // boxes over one virtual grid and count their CTAs into one `consumed`. On 120 CTAs, DeepSeek-V3 64's 512 boxes
 // left 32 CTAs a fifth box and the call's end was theirs; on 132 none has more than 4. H100, 3 rounds: -1.6 to
-// -1.8 us at V3 and kimi-k2, 1 and 64 tokens, correct on 24 shape x dtype groups and under graph replay. Default 0
-// (one launch) because under torch.profiler (CUPTI) the call fails with "invalid argument" (the harness's
-// breakdown, results/NOTES.md 2026-12-06 fourth); a probe axis until that is understood. Without the overlap (no
-// PDL) the second launch runs after the first: correct, slower.
-// 2: the same, but the spare launch runs its own instantiation of the kernel (a second function, the same code):
-// under the profiler the pair of 1 fails and two_stage's pair of two functions does not, so this asks whether one
-// function launched with and without a cluster attribute is what the driver refuses there (not yet run on a GPU).
+// -1.8 us at V3 and kimi-k2, 1 and 64 tokens, correct on 24 shape x dtype groups and under graph replay. Default 0:
+// issue 9's decode target asks for one launch. (Its "invalid argument" under the harness's profiler was not the
+// pair's: max_clusters' cache was shared with the other build of this file in that process; see there.) Without
+// the overlap (no PDL) the second launch runs after the first: correct, slower.
 #ifndef MLA_DEC_SPARE_SMS
 #define MLA_DEC_SPARE_SMS 0
 #endif
-static_assert(MLA_DEC_SPARE_SMS >= 0 && MLA_DEC_SPARE_SMS <= 2, "MLA_DEC_SPARE_SMS: 0, 1 or 2");
 
 struct Params {
     int M, D, R, N;
@@ -197,8 +191,7 @@ __device__ __forceinline__ void dec_mark(const Params& p, bool stores_latent, in
 #define DEC_MARK(ev) ((void)0)
 #endif
 
-// SPARE_FN: nothing in the body; MLA_DEC_SPARE_SMS=2 launches the spare SMs' grid as this second instantiation.
-template <typename T, bool SPARE_FN = false>
+template <typename T>
 __global__ void __launch_bounds__(THREADS, 1)
 mla_decode_kernel(const __grid_constant__ CUtensorMap tm_hidden, const __grid_constant__ CUtensorMap tm_wdown,
                   const __grid_constant__ CUtensorMap tm_wk, const __grid_constant__ CUtensorMap tm_wv,
@@ -504,8 +497,12 @@ mla_decode_kernel(const __grid_constant__ CUtensorMap tm_hidden, const __grid_co
 // ---------------------------------------------------------------- host
 
 // Clusters of 8 CTAs of this kernel the device can hold at once (0: none), asked of the driver once per device.
+// static: the cache must be this extension's own. A function-local static of an inline function with external
+// linkage is one object across every extension in the process (a GNU unique symbol), so when the harness's profile
+// process loaded two builds of fused_tiled, the second found the first's cache, skipped setting its own kernel's
+// shared-memory attribute, and its launch was refused ("invalid argument"; results/NOTES.md 2026-12-06 fifth).
 template <typename T>
-inline int max_clusters(int dev) {
+static inline int max_clusters(int dev) {
     static int cache[64];  // 0 = not asked yet; else clusters + 1
     if (dev < 0 || dev >= 64) return 0;
     if (cache[dev] != 0) return cache[dev] - 1;
@@ -519,8 +516,8 @@ inline int max_clusters(int dev) {
 // build does not take it: M <= 64, R <= 512, R and D multiples of 8 (16-byte TMA pitches), N % 128 == 0 (a unit never
 // straddles k | v), 16-byte aligned tensors, an sm_90a build on a 9.0 device, clusters of 8 for every GEMM1 tile.
 template <typename T>
-inline bool run(const torch::Tensor& hidden, const torch::Tensor& w_down, const torch::Tensor& w_up_k,
-                const torch::Tensor& w_up_v, torch::Tensor& out, int M, int D, int R, int N) {
+static inline bool run(const torch::Tensor& hidden, const torch::Tensor& w_down, const torch::Tensor& w_up_k,
+                       const torch::Tensor& w_up_v, torch::Tensor& out, int M, int D, int R, int N) {
     if (M > MAX_M || R > MAX_R || R % 8 != 0 || D % 8 != 0 || N % UNIT_N != 0) return false;
     if (!kv::aligned16(hidden.data_ptr()) || !kv::aligned16(w_down.data_ptr()) || !kv::aligned16(w_up_k.data_ptr()) ||
         !kv::aligned16(w_up_v.data_ptr()) || !kv::aligned16(out.data_ptr()))
@@ -584,25 +581,8 @@ inline bool run(const torch::Tensor& hidden, const torch::Tensor& w_down, const 
         spare.block = dim3(THREADS);
         spare.smem_bytes = SMEM_ALLOC;
         spare.programmatic = true;
-        constexpr bool own_fn = MLA_DEC_SPARE_SMS == 2;
-        if (own_fn) kv::set_max_dynamic_smem_once<mla_decode_kernel<T, own_fn>>(dev, SMEM_ALLOC);
-        // Under torch.profiler (CUPTI) the programmatic launch was refused with "invalid argument" (results/NOTES.md
-        // 2026-12-06 fourth). Launched plain instead it runs after the clusters' grid: correct (its CTAs only read
-        // what that grid publishes), without the overlap. Said once on stderr, so a probe shows which launch ran.
-        const cudaError_t err = hop::try_launch_ex(mla_decode_kernel<T, own_fn>, spare, stream, maps.hidden, maps.wdown,
-                                                   maps.wk, maps.wv, maps.out, maps.latent, pb);
-        if (err != cudaSuccess) {
-            (void)cudaGetLastError();
-            static bool said = false;
-            if (!said) {
-                said = true;
-                std::fprintf(stderr, "mla_decode: the spare SMs' programmatic launch was refused (%s); launched plain\n",
-                             cudaGetErrorString(err));
-            }
-            spare.programmatic = false;
-            hop::launch_ex(mla_decode_kernel<T, own_fn>, spare, stream, maps.hidden, maps.wdown, maps.wk, maps.wv,
-                           maps.out, maps.latent, pb);
-        }
+        hop::launch_ex(mla_decode_kernel<T>, spare, stream, maps.hidden, maps.wdown, maps.wk, maps.wv, maps.out,
+                       maps.latent, pb);
     }
     return true;
 }

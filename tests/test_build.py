@@ -44,6 +44,30 @@ def test_every_cuda_build_has_a_ptxas_report(kernels_plan):
         assert int.from_bytes(image[:4], "little") == cubin.FATBIN_MAGIC
 
 
+def test_no_cuda_build_keeps_an_object_shared_with_other_extensions(kernels_plan):
+    """A function-local static in a non-static inline function of kernels/*.cuh is one object across every
+    extension of the process: fused_tiled's cluster-count cache once made a second build of it skip its own
+    kernel's shared-memory attribute, and its launch failed in the profiling process (results/NOTES.md,
+    2026-12-06 fifth). Such helpers are `static inline` (see kv::dev_info)."""
+    cuda = [t for t in kernels_plan.targets if t.kind == Kind.KERNEL and t.so_path.endswith(".so")]
+    assert cuda
+    shared = {t.name: names for t in cuda if (names := cubin.shared_statics(t.so_path))}
+    assert not shared, f"process-wide objects (make their functions static inline): {shared}"
+
+
+def test_shared_statics_finds_a_static_of_an_inline_function(tmp_path):
+    """The detector itself, on a small library: the inline function's static is found, the static inline
+    function's and a library namespace's are not."""
+    src = tmp_path / "lib.cpp"
+    src.write_text("namespace mine { inline int& shared() { static int n = 0; return n; }\n"
+                   "static inline int& own() { static int m = 0; return m; } }\n"
+                   "namespace std { inline int& lib() { static int k = 0; return k; } }\n"
+                   "int use() { return mine::shared() + mine::own() + std::lib(); }\n")
+    so = tmp_path / "lib.so"
+    subprocess.run(["g++", "-shared", "-fPIC", "-O1", "-o", str(so), str(src)], check=True)
+    assert cubin.shared_statics(so) == ["mine::shared()::n"]
+
+
 def test_cli_without_gpu_builds_and_reports_not_run(tmp_path):
     import torch
     if torch.cuda.is_available():
@@ -57,3 +81,16 @@ def test_cli_without_gpu_builds_and_reports_not_run(tmp_path):
     assert proc.stdout.splitlines()[0] == "no CUDA device: building every selected variant, running none"
     assert "correct_neighbour" in proc.stdout and "not-run: no CUDA device" in proc.stdout
     assert out.exists()
+
+
+def test_a_fresh_build_with_a_process_wide_object_is_warned_of(tmp_path, caplog):
+    """The build stage says so when a library holds a process-wide object (the author's loop, not only CI)."""
+    from harness import build
+    src = tmp_path / "lib.cpp"
+    src.write_text("namespace mine { inline int& shared() { static int n = 0; return n; } }\n"
+                   "int use() { return mine::shared(); }\n")
+    so = tmp_path / "lib.so"
+    subprocess.run(["g++", "-shared", "-fPIC", "-O1", "-o", str(so), str(src)], check=True)
+    with caplog.at_level("WARNING", logger=build.log.name):
+        build.warn_shared_statics("lib", str(so))
+    assert "lib: 1 object(s) one per process" in caplog.text and "mine::shared()::n" in caplog.text
