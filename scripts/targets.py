@@ -103,6 +103,8 @@ def floor_target(groups, number, preset, tokens, bar, one_launch=False):
     if not rows:
         return f"{number}. {preset} {tokens} bf16: not in these files"
     kernels = {v: r for v, r in rows.items() if r["kind"] == "kernel"}
+    if not kernels:  # an interrupted run can leave a group with its baselines only
+        return f"{number}. {preset} {tokens} bf16: no kernel row timed in these files"
     variant, row = best(kernels)
     floor = row["roofline"]["floor_us"]
     ratio = us(row) / floor
@@ -156,8 +158,9 @@ def sweep_target(groups):
 def fp32_targets(groups):
     out = []
     rows = groups.get(("deepseek-v3", 4096, "float32"))
-    if rows and "eager" in rows:
-        variant, row = best({v: r for v, r in rows.items() if r["kind"] == "kernel"})
+    fp32_kernels = {v: r for v, r in (rows or {}).items() if r["kind"] == "kernel"}
+    if rows and "eager" in rows and fp32_kernels:
+        variant, row = best(fp32_kernels)
         ratio = us(rows["eager"]) / us(row)
         out.append(f"6. deepseek-v3 4096 fp32: best kernel {variant} {us(row):.0f} us, {ratio:.2f}x eager "
                    f"({us(rows['eager']):.0f} us), bar >= 1.5x: {'MET' if ratio >= 1.5 else 'not met'}")
@@ -176,12 +179,20 @@ def fp32_targets(groups):
     return out
 
 
+def incomplete(paths):
+    """The files an interrupted run wrote (`"complete": false`): their groups may lack rows."""
+    return [str(p) for p in paths if parse_json(Path(p), read_text(p)).get("complete") is False]
+
+
 def main(paths):
     try:
         groups = load(paths)
+        partial = incomplete(paths)
     except ResultFileError as error:
         print(f"targets.py: {error}", file=sys.stderr)
         sys.exit(2)
+    for path in partial:
+        print(f"note: {path} is marked incomplete (an interrupted run): a target its rows lack says so")
     print(floor_target(groups, 1, "deepseek-v3", 4096, 1.15))
     print(floor_target(groups, 2, "deepseek-v2-lite", 4096, 1.3))
     print(floor_target(groups, 3, "deepseek-v3", 512, 1.3))

@@ -127,3 +127,15 @@ def test_a_floor_names_the_ceilings_it_came_from(tmp_path, targets):
     assert "at this run's 790 TFLOP/s" in targets.floor_target(targets.load([path]), 1, "deepseek-v3", 4096, 1.15)
     plain = targets.load([write(tmp_path, "b.json", [*baselines(), row("two_stage", 220.0)])])
     assert "at this run's" not in targets.floor_target(plain, 1, "deepseek-v3", 4096, 1.15)
+
+
+def test_an_interrupted_run_is_named_and_its_missing_rows_do_not_crash(tmp_path):
+    """A run cut before its kernel rows leaves groups of baselines only: each target says what is missing."""
+    path = tmp_path / "cut.json"
+    path.write_text(json.dumps({"complete": False, "rows": [*baselines(), *baselines(64)]}))
+    proc = subprocess.run([sys.executable, "scripts/targets.py", str(path)], cwd=Path(__file__).parent.parent,
+                          capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stderr
+    assert f"note: {path} is marked incomplete" in proc.stdout
+    assert "1. deepseek-v3 4096 bf16: no kernel row timed in these files" in proc.stdout
+    assert "4. deepseek-v3 64 bf16: no kernel row timed in these files" in proc.stdout
