@@ -28,7 +28,7 @@ def shape_name(shape):
 
 def read_rows(path):
     """The file's rows, each with the ceilings its floor was computed from (the file's, or those of the device the
-    row ran on) under "_ceilings"."""
+    row ran on) under "_ceilings", and whether the file is complete (false: an interrupted run wrote it)."""
     data = parse_json(Path(path), read_text(path))
     if not isinstance(data, dict) or not isinstance(data.get("rows"), list):
         raise ResultFileError(f"{path}: not a result file (no JSON object with rows)")
@@ -37,7 +37,7 @@ def read_rows(path):
     for row in data["rows"]:
         device = (row.get("device") or {}).get("index")
         rows.append({**row, "_ceilings": by_device.get(device) or data.get("ceilings")})
-    return rows
+    return rows, data.get("complete") is not False
 
 
 def ceilings_note(row):
@@ -50,13 +50,17 @@ def ceilings_note(row):
     return f" at this run's {rate:.0f} TFLOP/s and {c['copy_gbps']:.0f} GB/s"
 
 
-def load(paths):
+def load(paths, incomplete=None):
     """{(preset, tokens, dtype): {variant: row}} of the rows with a GPU time; a group comes whole from one file (the
-    last file that has it), so no ratio mixes two runs."""
+    last file that has it), so no ratio mixes two runs. `incomplete`, a list, receives the paths of files an
+    interrupted run wrote."""
     groups = {}
     for path in paths:
         in_file = {}
-        for row in read_rows(path):
+        rows, complete = read_rows(path)
+        if not complete and incomplete is not None:
+            incomplete.append(str(path))
+        for row in rows:
             name, tokens = shape_name(row["shape"])
             if name is None or row["status"] != "ok" or not row.get("gpu_us"):
                 continue
@@ -179,15 +183,10 @@ def fp32_targets(groups):
     return out
 
 
-def incomplete(paths):
-    """The files an interrupted run wrote (`"complete": false`): their groups may lack rows."""
-    return [str(p) for p in paths if parse_json(Path(p), read_text(p)).get("complete") is False]
-
-
 def main(paths):
     try:
-        groups = load(paths)
-        partial = incomplete(paths)
+        partial = []
+        groups = load(paths, partial)
     except ResultFileError as error:
         print(f"targets.py: {error}", file=sys.stderr)
         sys.exit(2)
