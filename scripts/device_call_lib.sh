@@ -1,0 +1,21 @@
+# Sourced by a session's device-call scripts (results/<session>/callX.sh): the environment every call needs, a work
+# folder packed into one archive under $OUT on exit (the device tool returns few files), and the helpers the calls
+# share. Usage, first lines of a call script run from the repository root:
+#   . scripts/device_call_lib.sh callA        # work folder /tmp/callA, archive $OUT/callA.tgz
+# Then: $w (work folder), $py, stamp MSG (seconds since the start), nb CMD... (a build with no GPU visible, 400 s
+# limit), pack (archive now as well: a later step cut by the call's limit keeps what came before), gpu_info.
+set -uo pipefail
+export CUDA_HOME=/usr/local/cuda PATH=/usr/local/cuda/bin:$PATH TORCH_CUDA_ARCH_LIST=9.0a PYTHONUNBUFFERED=1
+export KVBENCH_CUTLASS_DIR=third_party/cutlass
+call_name=${1:?call name}
+o=${OUT:-/tmp/out}; w=/tmp/$call_name; mkdir -p "$o" "$w"
+pack() { tar -czf "$o/$call_name.tgz" -C "$w" .; }
+trap pack EXIT
+t0=$(date +%s); stamp() { echo "[$(( $(date +%s) - t0 )) s] $*"; }
+py=${PYTHON:-python3}
+nb() { env CUDA_VISIBLE_DEVICES= timeout 400 "$@" < /dev/null; }
+gpu_info() {
+  nvidia-smi --query-gpu=name,driver_version,clocks.max.sm,power.limit --format=csv > "$w/gpu.txt" 2>&1
+  cat "$w/gpu.txt"
+  echo "commit ${KVBENCH_COMMIT:-unset}" >> "$w/gpu.txt"
+}
