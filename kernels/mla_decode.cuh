@@ -6,20 +6,19 @@
 #include "mla_tc.cuh"
 
 /*
- * Grid: C clusters of CL = 8 CTAs, or of 4 (MLA_DEC_CL4: where that holds more CTAs), C <= the clusters the device
- * can hold at once (every CTA is resident, which the latent wait below needs), one CTA per SM, 384 threads =
- * producer warpgroup (one thread issues every TMA) + two consumer warpgroups.
+ * Grid: C clusters of 8 CTAs (C <= the clusters the device can hold at once: every CTA is resident, which the
+ * latent wait below needs), one CTA per SM, 384 threads = producer warpgroup (one thread issues every TMA) + two
+ * consumer warpgroups.
  *
- * GEMM1, clusters c < H x ceil(R / 64) (H = 1; H = 2 halves of d with clusters of 4, or with MLA_DEC_HALVES=2 when
- *   that many clusters of 8 fit): cluster c computes the latent columns 64t .. 64t+63 (t = c % tiles) for the (<= 64)
- *   tokens over half h = c / tiles of d, swapped (latent^T tile = w_down^T x hidden^T, wgmma m64n64k16, A = a w_down
- *   box M-major, B = a hidden box K-major), its CL CTAs splitting the half: split (h, rank) takes k-steps
- *   [(CL h + rank) kpr, ... + kpr) of 64 (some may be empty). All of a CTA's k-steps are issued at entry (ring of up
- *   to 13 stages of 16 KB: w_down box 64 k x 64 columns + hidden box 64 tokens x 64 k), before any w_up box, so
- *   w_down is first in the DRAM queues. Consumer warpgroup g takes the k-steps of parity g; their fp32 partials
- *   (64 x 64, fragment order) are summed into a 16 KB partial in this CTA's shared memory; one cluster barrier; then
- *   CTA rank r sums float4s [r F, r F + F) (F = 1024 / CL) of the CL partials through distributed shared memory (F
- *   threads, one float4 each). Half 1 stores that fp32 slice to
+ * GEMM1, clusters c < H x ceil(R / 64) (H = 1; with MLA_DEC_HALVES=2, 2 halves of d when that many clusters fit):
+ *   cluster c computes the latent columns 64t .. 64t+63 (t = c % tiles) for the (<= 64) tokens over half h = c / tiles
+ *   of d, swapped (latent^T tile = w_down^T x hidden^T, wgmma m64n64k16, A = a w_down box M-major, B = a hidden box
+ *   K-major), its 8 CTAs splitting the half: split (h, rank) takes k-steps [(8h + rank) kpr, ... + kpr) of 64 (some
+ *   may be empty). All of a CTA's k-steps are issued at entry (ring of up to 13 stages of 16 KB: w_down box 64 k x
+ *   64 columns + hidden box 64 tokens x 64 k), before any w_up box, so w_down is first in the DRAM queues. Consumer
+ *   warpgroup g takes the k-steps of parity g; their fp32 partials (64 x 64, fragment order) are summed into a 16 KB
+ *   partial in this CTA's shared memory; one cluster barrier; then CTA rank r sums float4s [128r, 128r + 128) of the
+ *   8 partials through distributed shared memory (128 threads, one float4 each). Half 1 stores that fp32 slice to
  *   `hand` and releases `handed[t][r]`; half 0 (after acquiring it, if H = 2) adds it, stores those latent elements
  *   (M x R, the dtype, rounded once like eager's latent) and one thread publishes them: red.release on `ready`.
  * w_up, every CTA: GEMM2 works on 64-column boxes of out viewed as (M, 2N) (box h < N / 64 reads w_up_k, else
@@ -30,7 +29,7 @@
  *   latent slice is released (MLA_DEC_FILL_AFTER_RELEASE), so neither competes with the latent's critical path.
  *   9 of a CTA's (V3 64: 16) stages are in shared memory by the time the latent is, the rest stream as the consumers
  *   free stages.
- * Latent wait: consumer thread 0 spins (ld.acquire) until `ready` == CL x the latent tiles, then loads the latent
+ * Latent wait: consumer thread 0 spins (ld.acquire) until `ready` == 8 x the GEMM1 clusters, then loads the latent
  *   by TMA (after fence.proxy.async.global) into [0, 64 KB) as 8 K-major 128-byte-swizzled A boxes of 64 tokens x
  *   64 k (rows >= M and k >= R zero-filled). Then it counts the CTA's pass; the last CTA to pass resets `ready`,
  *   `consumed` and `landed` (self-resetting: a graph replay starts from zero).
@@ -46,7 +45,7 @@
 namespace mla_dec {
 
 constexpr int THREADS = 384;
-constexpr int CLUSTER = 8;                                   // CTAs splitting one GEMM1 tile's k (most; see CL)
+constexpr int CLUSTER = 8;                                   // CTAs splitting one GEMM1 tile's k
 constexpr int BK = 64;
 constexpr int BOX_BYTES = 64 * BK * 2;                       // one 64 x 64 box of 16-bit elements
 constexpr int STAGE_BYTES = 2 * BOX_BYTES;                   // GEMM1: w_down + hidden boxes; GEMM2: two w_up boxes
@@ -125,17 +124,6 @@ static_assert(G2_STAGES == 9 && stage2_off(5) + STAGE_BYTES == DATA_BYTES, "the 
 #define MLA_DEC_SPARE_SMS 0
 #endif
 
-// 1: where the device holds more CTAs in clusters of 4 than in clusters of 8 at this kernel's shared memory, so that
-// GEMM2's boxes need fewer rounds (the H100: 15 clusters of 8 = 120 CTAs, DeepSeek-V3 64's 512 boxes then leave 32
-// CTAs a fifth box), the launch takes clusters of 4 (CL = 4) with d in two halves: a latent tile's 8 k-splits are two
-// clusters of 4 whose sums meet through L2 (the MLA_DEC_HALVES hand-over), so every CTA of the one launch still
-// streams its share of w_up (the spare SMs' gain, MLA_DEC_SPARE_SMS, without a second launch). 0: clusters of 8 only;
-// 2: clusters of 4 wherever they fit (to check that path on any GPU). A probe axis.
-#ifndef MLA_DEC_CL4
-#define MLA_DEC_CL4 1
-#endif
-static_assert(MLA_DEC_CL4 >= 0 && MLA_DEC_CL4 <= 2, "MLA_DEC_CL4: 0, 1 or 2");
-
 struct Params {
     int M, D, R, N;
     int ksteps1;   // ceil(D / 64)
@@ -203,9 +191,7 @@ __device__ __forceinline__ void dec_mark(const Params& p, bool stores_latent, in
 #define DEC_MARK(ev) ((void)0)
 #endif
 
-// CL: CTAs per cluster (8, or 4 with d in halves); a GEMM1 cluster's CTAs split its tile's k and sum the tile
-// through distributed shared memory, CTA rank r owning float4s [r * 1024 / CL, (r + 1) * 1024 / CL) of it.
-template <typename T, int CL>
+template <typename T>
 __global__ void __launch_bounds__(THREADS, 1)
 mla_decode_kernel(const __grid_constant__ CUtensorMap tm_hidden, const __grid_constant__ CUtensorMap tm_wdown,
                   const __grid_constant__ CUtensorMap tm_wk, const __grid_constant__ CUtensorMap tm_wv,
@@ -225,13 +211,11 @@ mla_decode_kernel(const __grid_constant__ CUtensorMap tm_hidden, const __grid_co
 
     const int tid = threadIdx.x;
     const int wg = tid / 128;
-    static_assert(CL == 8 || CL == 4, "clusters of 8 or 4");
-    constexpr int FPC = 1024 / CL;                       // float4s of the 16 KB partial each CTA sums (and threads)
-    const int cl = int(blockIdx.x) / CL;                 // 1-D grid, clusters of CL consecutive CTAs
+    const int cl = int(blockIdx.x) / CLUSTER;           // 1-D grid, clusters of 8 consecutive CTAs
     const int krank = int(hop::cluster_ctarank());
     const bool g1 = (!MLA_DEC_SPARE_SMS || p.vbase == 0) && cl < p.halves * p.tiles1;  // uniform over the cluster
     const int tile1 = cl % p.tiles1, half = cl / p.tiles1;
-    const int k0 = (half * CL + krank) * p.kpr;
+    const int k0 = (half * CLUSTER + krank) * p.kpr;
     const int nk1 = g1 ? max(0, min(k0 + p.kpr, p.ksteps1) - k0) : 0;
     const int n1 = min(nk1, G1_STAGES);                 // GEMM1 ring stages in use: [0, n1 * 16 KB)
 
@@ -295,7 +279,7 @@ mla_decode_kernel(const __grid_constant__ CUtensorMap tm_hidden, const __grid_co
                     }
                     if (!g1 && j == MLA_DEC_EARLY_FILL && j < MLA_DEC_PREFILL) {
                         // the reset of `landed` comes after this CTA's latent wait, hence the second way out
-                        const int want = CL * p.tiles1 * p.halves;
+                        const int want = CLUSTER * p.tiles1 * p.halves;
                         while (*reinterpret_cast<volatile int*>(p.landed) < want && !hop::mbar_test(lat_seen, 0))
                             __nanosleep(64);
                     }
@@ -372,31 +356,29 @@ mla_decode_kernel(const __grid_constant__ CUtensorMap tm_hidden, const __grid_co
         if (ct == 128) DEC_MARK(EV_C_G1_PART);
         hop::cluster_sync();  // every partial of the cluster is in its CTA's shared memory
         if (ct == 0) DEC_MARK(EV_C_G1_WAIT);
-        if (ct < FPC) {
-            // float4 f = krank * FPC + ct of the CL partials: fragment group f / 128 of fragment thread f % 128
-            const int f = krank * FPC + ct;
-            float4 v[CL];
+        if (ct < 128) {
+            // float4 (krank * 128 + ct) of the 8 partials: fragment group j = krank of thread ct
+            float4 v[CLUSTER];
 #pragma unroll
-            for (int s = 0; s < CL; ++s) v[s] = hop::ld_shared_cluster_f4(part + f, uint32_t(s));
+            for (int s = 0; s < CLUSTER; ++s) v[s] = hop::ld_shared_cluster_f4(part + krank * 128 + ct, uint32_t(s));
             float4 sum = v[0];
 #pragma unroll
-            for (int s = 1; s < CL; ++s) { sum.x += v[s].x; sum.y += v[s].y; sum.z += v[s].z; sum.w += v[s].w; }
-            const int slot = tile1 * CL + krank;
+            for (int s = 1; s < CLUSTER; ++s) { sum.x += v[s].x; sum.y += v[s].y; sum.z += v[s].z; sum.w += v[s].w; }
+            const int slot = tile1 * CLUSTER + krank;
             if (half == 1) {
-                __stcg(p.hand + size_t(slot) * FPC + ct, sum);  // to half 0's CTA of the same tile and rank
+                __stcg(p.hand + size_t(slot) * 128 + ct, sum);  // to half 0's CTA of the same tile and rank
             } else {
                 if (p.halves == 2) {
                     if (ct == 0) {
                         while (mla::ld_acquire(p.handed + slot) < 1) __nanosleep(32);
                         p.handed[slot] = 0;  // its only reader: reset for the next call
                     }
-                    hop::named_barrier(2, FPC);
-                    const float4 o = __ldcg(p.hand + size_t(slot) * FPC + ct);
+                    hop::named_barrier(2, 128);
+                    const float4 o = __ldcg(p.hand + size_t(slot) * 128 + ct);
                     sum.x += o.x; sum.y += o.y; sum.z += o.z; sum.w += o.w;
                 }
-                const int ft = f & 127;                                       // the fragment's thread
-                const int lc = tile1 * 64 + 16 * (ft >> 5) + ((ft & 31) >> 2);  // latent column (and + 8): its row
-                const int tok = 8 * (f >> 7) + 2 * (ft & 3);                  // token (and + 1): its column
+                const int lc = tile1 * 64 + r_in;       // latent column (and + 8): the swapped product's row
+                const int tok = 8 * krank + 2 * q;      // token (and + 1): its column
                 auto put = [&](int row, int col, float x) {
                     if (row < p.M && col < p.R) lat[size_t(row) * p.R + col] = kv::from_f<T>(x);
                 };
@@ -408,7 +390,7 @@ mla_decode_kernel(const __grid_constant__ CUtensorMap tm_hidden, const __grid_co
         }
         hop::named_barrier(1, 256);  // this CTA's slice is stored (ordered before the release)
         if (ct == 0) {
-            if (half == 1) mla::red_release(p.handed + tile1 * CL + krank, 1);
+            if (half == 1) mla::red_release(p.handed + tile1 * CLUSTER + krank, 1);
             else mla::red_release(p.ready, 1);
             hop::mbar_arrive(released);
             DEC_MARK(EV_C_G1_RED);
@@ -417,7 +399,7 @@ mla_decode_kernel(const __grid_constant__ CUtensorMap tm_hidden, const __grid_co
 
     // ---- the latent: wait for every GEMM1 CTA, then copy it into the A boxes
     if (ct == 0) {
-        const int want = CL * p.tiles1;
+        const int want = CLUSTER * p.tiles1;
         while (mla::ld_acquire(p.ready) < want) __nanosleep(32);
         DEC_MARK(EV_P_G2_READY);
         // boxes of 64 tokens x 64 k, rows >= M and k >= R zero-filled by the TMA unit, into [0, 64 KB): free in a
@@ -514,43 +496,20 @@ mla_decode_kernel(const __grid_constant__ CUtensorMap tm_hidden, const __grid_co
 
 // ---------------------------------------------------------------- host
 
-// Clusters of CL CTAs of this kernel the device can hold at once (0: none), asked of the driver once per device.
+// Clusters of 8 CTAs of this kernel the device can hold at once (0: none), asked of the driver once per device.
 // static: the cache must be this extension's own. A function-local static of an inline function with external
 // linkage is one object across every extension in the process (a GNU unique symbol), so when the harness's profile
 // process loaded two builds of fused_tiled, the second found the first's cache, skipped setting its own kernel's
 // shared-memory attribute, and its launch was refused ("invalid argument"; results/NOTES.md 2026-12-06 fifth).
-template <typename T, int CL>
+template <typename T>
 static inline int max_clusters(int dev) {
     static int cache[64];  // 0 = not asked yet; else clusters + 1
     if (dev < 0 || dev >= 64) return 0;
     if (cache[dev] != 0) return cache[dev] - 1;
-    kv::set_max_dynamic_smem_once<mla_decode_kernel<T, CL>>(dev, SMEM_ALLOC);
-    const int n = hop::max_active_clusters(mla_decode_kernel<T, CL>, CL, THREADS, SMEM_ALLOC);
+    kv::set_max_dynamic_smem_once<mla_decode_kernel<T>>(dev, SMEM_ALLOC);
+    const int n = hop::max_active_clusters(mla_decode_kernel<T>, CLUSTER, THREADS, SMEM_ALLOC);
     cache[dev] = n + 1;
     return n;
-}
-
-// The clusters' launch (a_grid CTAs in clusters of CL) and, with MLA_DEC_SPARE_SMS, the spare SMs' (b_grid CTAs).
-template <typename T, int CL>
-static inline void launch(const mla::Maps& maps, const Params& p, int a_grid, int b_grid, cudaStream_t stream) {
-    hop::LaunchShape shape;
-    shape.grid = dim3(unsigned(a_grid));
-    shape.block = dim3(THREADS);
-    shape.smem_bytes = SMEM_ALLOC;
-    shape.cluster = dim3(CL);
-    hop::launch_ex(mla_decode_kernel<T, CL>, shape, stream, maps.hidden, maps.wdown, maps.wk, maps.wv, maps.out,
-                   maps.latent, p);
-    if (b_grid > 0) {
-        Params pb = p;
-        pb.vbase = a_grid;
-        hop::LaunchShape spare;
-        spare.grid = dim3(unsigned(b_grid));
-        spare.block = dim3(THREADS);
-        spare.smem_bytes = SMEM_ALLOC;
-        spare.programmatic = true;
-        hop::launch_ex(mla_decode_kernel<T, CL>, spare, stream, maps.hidden, maps.wdown, maps.wk, maps.wv, maps.out,
-                       maps.latent, pb);
-    }
 }
 
 // Runs the decode path and returns true, or returns false (nothing launched) when the shape, alignment, device or
@@ -571,29 +530,18 @@ static inline bool run(const torch::Tensor& hidden, const torch::Tensor& w_down,
     p.M = M; p.D = D; p.R = R; p.N = N;
     p.ksteps1 = kv::cdiv(D, BK);
     p.tiles1 = kv::cdiv(R, 64);
+    const int max_cl = max_clusters<T>(dev);
+    p.halves = (MLA_DEC_HALVES == 2 && 2 * p.tiles1 <= max_cl && p.ksteps1 >= 2 * CLUSTER) ? 2 : 1;
+    p.kpr = kv::cdiv(p.ksteps1, CLUSTER * p.halves);
     p.ksteps2 = kv::cdiv(R, BK);
     p.units2 = 2 * N / UNIT_N;
     p.units_k = N / UNIT_N;
     p.tma_store = M >= MLA_DEC_TMA_STORE_MIN_M ? 1 : 0;
     const int boxes_ctas = MLA_DEC_SPREAD ? 2 * p.units2 : p.units2;  // CTAs that GEMM2 can keep busy
-    // clusters of 8 (d in halves when MLA_DEC_HALVES=2 and twice the tiles fit), every GEMM1 tile in a cluster
-    const int max_cl8 = max_clusters<T, 8>(dev);
-    p.halves = (MLA_DEC_HALVES == 2 && 2 * p.tiles1 <= max_cl8 && p.ksteps1 >= 2 * 8) ? 2 : 1;
-    const int clusters8 = std::min(max_cl8, std::max(p.halves * p.tiles1, kv::cdiv(boxes_ctas, 8)));
-    if (clusters8 < p.halves * p.tiles1) return false;
-    int cl = 8, a_grid = clusters8 * 8;
-    // clusters of 4 with d in halves (MLA_DEC_CL4), when they hold enough more CTAs that GEMM2 needs fewer rounds
-    if (MLA_DEC_CL4 && p.ksteps1 >= 2 * 4) {
-        const int clusters4 = std::min(max_clusters<T, 4>(dev), std::max(2 * p.tiles1, kv::cdiv(boxes_ctas, 4)));
-        if (clusters4 >= 2 * p.tiles1 &&
-            (MLA_DEC_CL4 == 2 || kv::cdiv(boxes_ctas, 4 * clusters4) < kv::cdiv(boxes_ctas, a_grid))) {
-            cl = 4;
-            a_grid = clusters4 * 4;
-            p.halves = 2;
-        }
-    }
-    p.kpr = kv::cdiv(p.ksteps1, cl * p.halves);
+    const int clusters = std::min(max_cl, std::max(p.halves * p.tiles1, kv::cdiv(boxes_ctas, CLUSTER)));
+    if (clusters < p.halves * p.tiles1) return false;
     // the spare SMs' launch (MLA_DEC_SPARE_SMS): the SMs the clusters leave, at most the boxes left over
+    const int a_grid = clusters * CLUSTER;
     const int b_grid = MLA_DEC_SPARE_SMS ? std::max(0, std::min(kv::dev_info(dev).sms, boxes_ctas) - a_grid) : 0;
     p.vbase = 0;
     p.vgrid = a_grid + b_grid;
@@ -606,8 +554,8 @@ static inline bool run(const torch::Tensor& hidden, const torch::Tensor& w_down,
         cnt = mla::counters(dev, n_cnt, stream);
     }
     torch::Tensor hand;
-    if (p.halves == 2) {  // [tile][rank][1024 / CL] fp32 float4s: one 16 KB partial a tile, whichever CL
-        hand = torch::empty({int64_t(p.tiles1) * 1024 * 4}, hidden.options().dtype(torch::kFloat32));
+    if (p.halves == 2) {
+        hand = torch::empty({int64_t(p.tiles1) * CLUSTER * 128 * 4}, hidden.options().dtype(torch::kFloat32));
         p.hand = reinterpret_cast<float4*>(hand.data_ptr());
     }
     p.handed = cnt + 2;
@@ -619,8 +567,23 @@ static inline bool run(const torch::Tensor& hidden, const torch::Tensor& w_down,
     p.out = out.data_ptr();
     const mla::Maps maps = mla::make_maps<T, 64, 64>(hidden.data_ptr(), w_down.data_ptr(), w_up_k.data_ptr(),
                                                      w_up_v.data_ptr(), latent.data_ptr(), out.data_ptr(), M, D, R, N);
-    if (cl == 4) launch<T, 4>(maps, p, a_grid, b_grid, stream);
-    else launch<T, 8>(maps, p, a_grid, b_grid, stream);
+    hop::LaunchShape shape;
+    shape.grid = dim3(unsigned(a_grid));
+    shape.block = dim3(THREADS);
+    shape.smem_bytes = SMEM_ALLOC;
+    shape.cluster = dim3(CLUSTER);
+    hop::launch_ex(mla_decode_kernel<T>, shape, stream, maps.hidden, maps.wdown, maps.wk, maps.wv, maps.out, maps.latent, p);
+    if (b_grid > 0) {
+        Params pb = p;
+        pb.vbase = a_grid;
+        hop::LaunchShape spare;
+        spare.grid = dim3(unsigned(b_grid));
+        spare.block = dim3(THREADS);
+        spare.smem_bytes = SMEM_ALLOC;
+        spare.programmatic = true;
+        hop::launch_ex(mla_decode_kernel<T>, spare, stream, maps.hidden, maps.wdown, maps.wk, maps.wv, maps.out,
+                       maps.latent, pb);
+    }
     return true;
 }
 
