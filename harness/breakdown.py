@@ -11,7 +11,10 @@ before the range). A device activity belongs to the call whose range holds the h
 with (its CUPTI correlation id), or, lacking one, the range that holds its device start time (the call's work
 ends before its range does); activities outside every range (the flush) are dropped. Per kernel name: launches
 per call and device time per call (the median over the calls), with the first launch's grid, block, registers
-and shared memory, and its theoretical occupancy.
+and shared memory, and its theoretical occupancy. Per call also the device's busy time: the union of its
+activities' intervals. Launches can overlap (a programmatic dependent launch starts while the kernel before it
+runs, and waits inside for it), and then each kernel's time includes that wait, so the per-kernel times sum to more
+than the device was busy; the busy time does not.
 
 The records and the trace parsing need no torch (result-file readers use them); profiling imports it.
 """
@@ -74,6 +77,7 @@ class Breakdown:
     kernels: tuple[KernelTime, ...]
     calls: int                            # how many calls were profiled
     note: str = ""                        # why it is empty, or that calls differed
+    busy_us: float | None = None          # device busy time per call: the union of its launches (median)
 
     @property
     def launches(self) -> int:
@@ -82,6 +86,11 @@ class Breakdown:
     @property
     def device_us(self) -> float:
         return sum(k.device_us for k in self.kernels)
+
+    @property
+    def overlap_us(self) -> float:
+        """How much the per-kernel times over-count the device's busy time (launches that overlap); 0 if unknown."""
+        return max(0.0, self.device_us - self.busy_us) if self.busy_us is not None else 0.0
 
     def key(self) -> tuple:
         return (self.shape, self.dtype, self.variant)
@@ -159,6 +168,26 @@ def aggregate(per_call: list[list[Launch]], limits: occupancy.SmLimits | None = 
     return tuple(kernels), note
 
 
+def busy_us(launches: list[Launch]) -> float:
+    """The time the device spent on at least one of `launches`: the length of the union of their intervals."""
+    total, end = 0.0, None
+    for launch in sorted(launches, key=lambda x: x.start_us):
+        stop = launch.start_us + launch.device_us
+        if end is None or launch.start_us >= end:
+            total += launch.device_us
+            end = stop
+        elif stop > end:
+            total += stop - end
+            end = stop
+    return total
+
+
+def busy_per_call(per_call: list[list[Launch]]) -> float | None:
+    """The median over the calls that launched anything of each call's busy time (None: none did)."""
+    times = [busy_us(launches) for launches in per_call if launches]
+    return statistics.median(times) if times else None
+
+
 # ---- profiling (GPU) ----------------------------------------------------------------------------------
 
 def profile_calls(call: Callable[[], object], flush: Callable[[], None] | None, calls: int = PROFILED_CALLS) -> dict:
@@ -201,7 +230,7 @@ def profile_task(target, task, settings, flush, limits) -> Breakdown:
     kernels, note = aggregate(per_call, limits)
     if not kernels:
         note = note or "the profiler recorded no device activity"
-    return Breakdown(target.name, task.shape, task.dtype, kernels, PROFILED_CALLS, note)
+    return Breakdown(target.name, task.shape, task.dtype, kernels, PROFILED_CALLS, note, busy_per_call(per_call))
 
 
 def serve(jobs, settings, queue) -> None:
@@ -280,7 +309,8 @@ def serve_ahead(ceilings, dtypes, warm, profile, settings, inbox, queue) -> None
 # ---- the result file's form -----------------------------------------------------------------------------
 
 def to_dict(b: Breakdown) -> dict:
-    return {"launches": b.launches, "device_us": round(b.device_us, 3), "calls": b.calls, "note": b.note,
+    busy = {} if b.busy_us is None else {"busy_us": round(b.busy_us, 3)}
+    return {"launches": b.launches, "device_us": round(b.device_us, 3), **busy, "calls": b.calls, "note": b.note,
             "list": [{**dataclasses.asdict(k), "device_us": round(k.device_us, 3),
                       "occupancy": None if k.occupancy is None else round(k.occupancy, 3)} for k in b.kernels]}
 
@@ -290,7 +320,9 @@ def from_dict(variant: str, shape: Shape, dtype: str, entry: dict) -> Breakdown:
                                device_us=float(k["device_us"]), grid=_tuple(k.get("grid")),
                                block=_tuple(k.get("block")), registers=k.get("registers"), smem=k.get("smem"),
                                occupancy=k.get("occupancy")) for k in entry.get("list") or ())
-    return Breakdown(variant, shape, dtype, kernels, int(entry.get("calls") or 0), str(entry.get("note") or ""))
+    busy = entry.get("busy_us")  # absent in files written before it was recorded
+    return Breakdown(variant, shape, dtype, kernels, int(entry.get("calls") or 0), str(entry.get("note") or ""),
+                     None if busy is None else float(busy))
 
 
 def _tuple(value):

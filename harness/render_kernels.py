@@ -67,12 +67,16 @@ def resources_table(entries: Mapping[str, VariantResources], failed: Mapping[str
 
 # ---- breakdown ---------------------------------------------------------------------------------------
 
+OVERLAP_SHOWN = 0.01  # overlap, as a share of the summed kernel times, from which the table's head names it
 BREAKDOWN_COLUMNS = ("kernel", "kind", "count", "device µs", "share", "grid", "block", "regs", "smem B", "occupancy")
 
 
 def breakdown_table(b: Breakdown) -> str:
     head = (f"{b.variant} {display_labels([b.shape])[b.shape]} {b.dtype}: {b.launches} launch(es) per call, "
             f"{b.device_us:.4g} µs of device time (median of {b.calls} profiled calls)")
+    if b.overlap_us > OVERLAP_SHOWN * b.device_us:
+        head += (f"; the launches overlap (a programmatic dependent launch waits inside for the one before): the "
+                 f"device was busy {b.busy_us:.4g} µs, and the overlapping kernels' times include their waits")
     if not b.kernels:
         return head + (f"\n{b.note}" if b.note else "")
     total = b.device_us or 1.0

@@ -114,27 +114,14 @@ struct Unit {
     int mt, nt, ks;
 };
 
-// GEMM1's unit order: 0, row tile fastest (CTAs c, c + n_mt, ... share a row tile of hidden); 1, column tile
-// fastest (the n_nt1 CTAs of one row tile are consecutive, as CUTLASS's rasterization along N puts them). ncu at
-// 4096 tokens (H100, results/NOTES.md 2026-12-06 sixth): this GEMM1 requests ~1.4x the L2 sectors of cutlass_2gemm's
-// 128 x 128 latent GEMM and waits on its data in 37 % of samples against 7.5 %. A probe axis.
-#ifndef MLA_G1_NFAST
-#define MLA_G1_NFAST 0
-#endif
-
 __device__ __forceinline__ Unit decode_unit(int u, const Params& p) {
     Unit w;
     if (u < p.units1) {
         w.gemm = 1;
         w.ks = u % p.splits;
         const int t = u / p.splits;
-#if MLA_G1_NFAST
-        w.nt = t % p.n_nt1;
-        w.mt = t / p.n_nt1;
-#else
         w.mt = t % p.n_mt;
         w.nt = t / p.n_mt;
-#endif
     } else {
         w.gemm = 2;
         w.ks = 0;

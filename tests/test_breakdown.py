@@ -86,6 +86,54 @@ def test_differing_calls_are_noted():
     assert [k.kind for k in kernels] == ["kernel", "memcpy"]  # the copy of the first call is still listed
 
 
+def test_busy_time_is_the_union_of_the_launches():
+    def at(start, dur):
+        return breakdown.Launch("k", "kernel", start, dur)
+    assert breakdown.busy_us([at(0, 10), at(20, 5)]) == 15           # apart: the sum
+    assert breakdown.busy_us([at(0, 10), at(4, 10)]) == 14           # overlapping: the span
+    assert breakdown.busy_us([at(0, 10), at(2, 3), at(9, 1)]) == 10  # inside the first
+    assert breakdown.busy_us([at(30, 5), at(0, 10), at(8, 4)]) == 17  # any order
+    assert breakdown.busy_us([]) == 0
+    assert breakdown.busy_per_call([[], [at(0, 10)], [at(0, 12)], [at(0, 20)]]) == 12
+    assert breakdown.busy_per_call([[], []]) is None
+
+
+def pdl_pair_trace():
+    """Two calls of a kernel pair whose second kernel starts while the first runs (a programmatic dependent
+    launch: it waits inside for the first), as the profiler records them."""
+    events = []
+    for i, base in enumerate((1000.0, 2000.0)):
+        events += [annotation(i, base, 400),
+                   launch(201 + 10 * i, base + 5), kernel("gemm1", 201 + 10 * i, base + 20, 50.0),
+                   launch(202 + 10 * i, base + 9), kernel("gemm2", 202 + 10 * i, base + 30, 240.0)]
+    return {"traceEvents": events}
+
+
+def test_overlapping_launches_are_not_counted_twice():
+    per_call = breakdown.parse_trace(pdl_pair_trace(), calls=2)
+    kernels, _ = breakdown.aggregate(per_call, H100)
+    b = breakdown.Breakdown("pdl", SEED, "bfloat16", kernels, 2, "", breakdown.busy_per_call(per_call))
+    assert b.device_us == 290 and b.busy_us == 250 and b.overlap_us == 40
+    listing = render_kernels.breakdown_table(b)
+    assert "the launches overlap" in listing and "busy 250 µs" in listing
+    again = breakdown.from_dict("pdl", SEED, "bfloat16", json.loads(json.dumps(breakdown.to_dict(b))))
+    assert again.busy_us == 250 and again.overlap_us == 40
+    # launches one after another: the busy time is their sum, and the table says nothing of overlap
+    plain = breakdown.parse_trace(two_calls_trace(), calls=2)
+    kernels, _ = breakdown.aggregate(plain, H100)
+    b = breakdown.Breakdown("plain", SEED, "float32", kernels, 2, "", breakdown.busy_per_call(plain))
+    assert b.busy_us == pytest.approx(b.device_us) and b.overlap_us == pytest.approx(0)
+    assert "overlap" not in render_kernels.breakdown_table(b)
+
+
+def test_a_file_without_busy_time_reads_as_unknown():
+    entry = breakdown.to_dict(sample_breakdown())
+    assert "busy_us" not in entry  # the sample records none
+    b = breakdown.from_dict("mine", SEED, "float32", entry)
+    assert b.busy_us is None and b.overlap_us == 0
+    assert "overlap" not in render_kernels.breakdown_table(b)
+
+
 def sample_breakdown():
     kernels, note = breakdown.aggregate(breakdown.parse_trace(two_calls_trace(), calls=2), H100)
     return breakdown.Breakdown("mine", SEED, "float32", kernels, 2, note)
@@ -193,6 +241,8 @@ def test_profiled_device_time_fits_inside_the_timed_gpu_time():
     assert row.status == Status.OK and b.kernels, (row, b)
     gpu_us = row.gpu.summary.median
     assert 0.1 * gpu_us < b.device_us < 1.1 * gpu_us, (b.device_us, gpu_us)
+    # eager's kernels run one after another: the device's busy time is their sum (up to the trace's rounding)
+    assert b.busy_us is not None and 0.95 * b.device_us <= b.busy_us <= b.device_us + 1e-6, (b.busy_us, b.device_us)
 
 
 RAISES_WHEN_PROFILED = '''# summary: test variant: correct, but raises while torch.profiler records
