@@ -200,7 +200,10 @@ def test_the_profiling_start_and_first_row_are_timed_apart():
                                    got.append, timeout_s=20, start_timeout_s=20,
                                    worker=fake_workers.profiles_with_a_slow_start)
     assert len(got) == 2
-    assert times.start_s >= 0.4 and 0.3 <= times.first_row_s < 0.3 + 0.4
+    # first_row_s runs from the parent's receipt of "ready" to its receipt of the first breakdown: a "ready" that
+    # reaches a busy parent late shortens it a little (0.2997 s on a loaded 2-core CI machine), so the lower bound
+    # leaves room; it still tells the 0.3 s first row from nothing (0) and from start + first row (0.7)
+    assert times.start_s >= 0.4 and 0.2 <= times.first_row_s < 0.3 + 0.4
 
 
 # ---- GPU ----
