@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
-# Session 2026-12-06 (seventh), first device call (results/NOTES.md). Builds every variant (gpu_session.sh's build
-# step) beside the three builds of the early-fill probe (MLA_DEC_EARLY_FILL=0,1,3, prediction in NOTES), all with no
-# GPU visible. Then, on an H200: the issue-9 targets run (3 rounds, with the breakdown; the decode path's first H200
+# Session 2026-12-06 (seventh), first device call (results/NOTES.md). Builds the three builds of the early-fill probe
+# (MLA_DEC_EARLY_FILL=0,1,3, prediction in NOTES) and, on an H200, every variant (gpu_session.sh's build step), all
+# with no GPU visible. Then, on an H200: the issue-9 targets run (3 rounds, with the breakdown; the decode path's first H200
 # run) and the seed float32 row; on any other GPU: the early-fill probe first (its prediction is for the H100).
 # callB.sh follows on the warm machine.
 #   KVBENCH_COMMIT=<sha> bash results/2026-12-06-seventh/callA.sh     (third_party/cutlass carried)
@@ -9,8 +9,11 @@
 gpu_info
 AX="MLA_DEC_EARLY_FILL=0,1,3"
 pd=/tmp/probe-fill; mkdir -p "$pd"
-BUILD=1 SKIP_TESTS=1 SKIP_MULTI=1 PHASE=2 env CUDA_VISIBLE_DEVICES= scripts/gpu_session.sh \
-  > "$w/build-session.log" 2>&1 < /dev/null &
+# every variant only where the targets run follows (an H200); the probe's three builds always
+if grep -q H200 "$w/gpu.txt"; then
+  BUILD=1 SKIP_TESTS=1 SKIP_MULTI=1 PHASE=2 env CUDA_VISIBLE_DEVICES= scripts/gpu_session.sh \
+    > "$w/build-session.log" 2>&1 < /dev/null &
+fi
 PROBE_DIR=$pd nb scripts/probe_axis.sh fused_tiled "$AX" --shape seed --json "$w/build-probe.json" \
   > "$w/build-probe.log" 2>&1 &
 wait; stamp "built"; cp /tmp/gpu-session/phase2/build*.log "$w/" 2>/dev/null
