@@ -114,10 +114,38 @@ struct Unit {
     int mt, nt, ks;
 };
 
+// GEMM1's unit order outside cl_red launches (whose clusters need the k-split fastest): 0, k-split fastest, then row
+// tile, then column tile; 1, row tile fastest, then k-split (neighbouring CTAs read the same w_down boxes); 2, column
+// tile fastest, then k-split (neighbouring CTAs read the same hidden boxes). A probe axis: with MLA_G1_PAIR's
+// clusters of 2 (two_stage.cuh) a pair of neighbours shares a GPC, whose L2 request coalescer can merge their
+// identical reads (ncu, H100: CUTLASS's latent GEMM delivers 2.28 sectors to the SMs per sector read from L2, ours
+// 1.46; results/NOTES.md 2026-12-06 seventh).
+#ifndef MLA_G1_ORDER
+#define MLA_G1_ORDER 0
+#endif
+static_assert(MLA_G1_ORDER >= 0 && MLA_G1_ORDER <= 2, "MLA_G1_ORDER: 0, 1 or 2");
+
 __device__ __forceinline__ Unit decode_unit(int u, const Params& p) {
     Unit w;
     if (u < p.units1) {
         w.gemm = 1;
+#if MLA_G1_ORDER == 1
+        if (!p.cl_red) {
+            w.mt = u % p.n_mt;
+            const int t = u / p.n_mt;
+            w.ks = t % p.splits;
+            w.nt = t / p.splits;
+            return w;
+        }
+#elif MLA_G1_ORDER == 2
+        if (!p.cl_red) {
+            w.nt = u % p.n_nt1;
+            const int t = u / p.n_nt1;
+            w.ks = t % p.splits;
+            w.mt = t / p.splits;
+            return w;
+        }
+#endif
         w.ks = u % p.splits;
         const int t = u / p.splits;
         w.mt = t % p.n_mt;
@@ -656,6 +684,19 @@ static inline bool cluster_fits(int dev, int cl) {
     const int n = hop::max_active_clusters(mla_tc_kernel<T, BM, BN_>, cl, THREADS, Cfg<BM, BN_>::SMEM_ALLOC);
     fits[dev][cl] = n >= 1 ? 1 : -1;
     return fits[dev][cl] > 0;
+}
+
+// How many clusters of `cl` CTAs of this kernel the device `dev` holds at once (0: none), asked of the driver once per
+// device and size (cl 2..8).
+template <typename T, int BM, int BN_ = BN>
+static inline int resident_clusters(int dev, int cl) {
+    static int count[64][9];  // -1 + the count; 0 = not asked yet
+    if (cl < 2 || cl > 8 || dev < 0 || dev >= 64) return 0;
+    if (count[dev][cl] == 0) {
+        set_smem_attr<T, BM, BN_>(dev);
+        count[dev][cl] = 1 + hop::max_active_clusters(mla_tc_kernel<T, BM, BN_>, cl, THREADS, Cfg<BM, BN_>::SMEM_ALLOC);
+    }
+    return count[dev][cl] - 1;
 }
 
 // Launch units [first, last) on `grid` CTAs, in clusters of `cluster` (p.cl_red: = p.splits, grid = p.units1);

@@ -1,0 +1,28 @@
+#!/usr/bin/env bash
+# Session 2026-12-06 (seventh): GEMM1's unit order and clusters of 2 (MLA_G1_ORDER, MLA_G1_PAIR; prediction in
+# results/NOTES.md) on two_stage_pp, with cutlass_2gemm in the same run for its latent GEMM's device time (the
+# per-kernel breakdown). bf16, 3 rounds, 512 and 4096 tokens.
+#   KVBENCH_COMMIT=<sha> bash results/2026-12-06-seventh/callE.sh     (third_party/cutlass carried)
+. scripts/device_call_lib.sh callE
+gpu_info
+AX="MLA_G1_ORDER=0,1,2; MLA_G1_PAIR=0,1"
+pd=/tmp/probe-g1; mkdir -p "$pd"; cp kernels/cutlass_2gemm.cu "$pd/"
+PROBE_DIR=$pd nb scripts/probe_axis.sh two_stage_pp "$AX" --shape seed --json "$w/build-probe.json" \
+  > "$w/build-probe.log" 2>&1
+stamp "built: exit $?"; grep -h "wall time\|FAILED\|build-failed" "$w/build-probe.log" | head -5
+PROBE_DIR=$pd timeout -s INT 280 scripts/probe_axis.sh two_stage_pp "$AX" \
+  --shape deepseek-v3,deepseek-v2-lite,minicpm3 --tokens 512,4096 \
+  --dtype bfloat16 --baselines eager,torch-2gemm --rounds 3 --timeout 60 --json "$w/probe-g1.json" \
+  --markdown "$w/probe-g1.md" > "$w/probe-g1.log" 2>&1 < /dev/null
+stamp "probe: exit $?"
+$py - "$w/probe-g1.json" <<'PY' 2>&1 | tee "$w/probe-g1-summary.txt"
+import json, sys
+for r in json.load(open(sys.argv[1]))["rows"]:
+    k = r.get("kernels") or {}
+    first = (k.get("list") or [{}])[0]
+    sh = r["shape"]
+    print(f"{sh.get('name') or ''}:{sh.get('s')} {r['variant']:40s} {r['status']:6s} "
+          f"gpu {((r.get('gpu_us') or {}).get('median') or 0):8.2f}  first kernel {first.get('device_us') or 0:7.2f} "
+          f"grid {first.get('grid')} busy {k.get('busy_us')}")
+PY
+stamp done
