@@ -102,6 +102,8 @@ struct Params {
     int pdl_wait;     // GEMM2 producer waits for the previous grid (programmatic dependent launch)
     int cl_red;       // GEMM1: the `splits` CTAs of a cluster are one tile's k-splits, one unit each, reduced
                       // through distributed shared memory (no workspace, no counters)
+    int mcast;        // GEMM1-only launch in clusters of 2 whose CTAs run units of one column tile and k range (row
+                      // tiles mt, mt + 1): CTA rank r issues w_down box r of each stage, multicast to both
     float4* ws;       // GEMM1 partials: [tile][split][PART_F4]
     int* split_cnt;   // per GEMM1 tile (n_mt * n_nt1), self-resetting
     int* ready;       // per row tile, self-resetting (fused)
@@ -315,11 +317,14 @@ mla_tc_kernel(const __grid_constant__ CUtensorMap tm_hidden, const __grid_consta
         MLA_MARK(EV_SMID);
         for (int s = 0; s < STAGES; ++s) {
             hop::mbar_init(&full[s], 1);
-            hop::mbar_init(&empty[s], 2);
+            hop::mbar_init(&empty[s], p.mcast ? 4 : 2);  // mcast: the peer's consumers free the stage too
         }
         hop::fence_barrier_init();
     }
     __syncthreads();
+    // mcast: the peer's barriers are initialised before any multicast or remote arrival reaches them
+    if (p.mcast) hop::cluster_sync();
+    const uint32_t crank = p.mcast ? hop::cluster_ctarank() : 0u;
     if (tid == 0) MLA_MARK(EV_P_SETUP);
     if (p.first == 0 && p.units1 > 0 && !p.fused) pdl_launch_dependents();  // two_stage: let GEMM2 launch early
 
@@ -396,11 +401,16 @@ mla_tc_kernel(const __grid_constant__ CUtensorMap tm_hidden, const __grid_consta
                     const int s = it % STAGES;
                     if (k - k0 >= pre) {
                         hop::mbar_wait(&empty[s], ((it / STAGES) & 1) ^ 1);
-                        hop::mbar_arrive_expect_tx(&full[s], A_BYTES + B_BYTES);
+                        hop::mbar_arrive_expect_tx(&full[s], A_BYTES + B_BYTES);  // mcast: the peer's box too
                         unsigned char* bs = smem + C::SMEM_B + s * B_BYTES;
 #pragma unroll
-                        for (int b = 0; b < TBN / 64; ++b)
-                            hop::tma_load_2d(bs + b * B_BOX_BYTES, tb, bx + 64 * b, k * BK, &full[s]);
+                        for (int b = 0; b < TBN / 64; ++b) {
+                            if (!p.mcast)
+                                hop::tma_load_2d(bs + b * B_BOX_BYTES, tb, bx + 64 * b, k * BK, &full[s]);
+                            else if (b == int(crank))  // TBN = 128: one box a rank
+                                hop::tma_load_2d_multicast(bs + b * B_BOX_BYTES, tb, bx + 64 * b, k * BK, &full[s],
+                                                           0x3);
+                        }
                     }
                     hop::tma_load_2d(smem + C::SMEM_A + s * A_BYTES, ta, k * BK, w.mt * BM, &full[s]);
                     if (it == 0) MLA_MARK(EV_P_FIRST_TMA);
@@ -424,6 +434,12 @@ mla_tc_kernel(const __grid_constant__ CUtensorMap tm_hidden, const __grid_consta
         T* const lat = reinterpret_cast<T*>(p.latent);
         float acc[WN / 2];
         int it = 0;
+        // A stage this warpgroup's wgmmas have read is free again (mcast: in the peer's count too, whose multicast
+        // writes this CTA's copy of the stage).
+        auto release = [&](int s) {
+            hop::mbar_arrive(&empty[s]);
+            if (p.mcast) hop::mbar_arrive_cluster(&empty[s], crank ^ 1u);
+        };
         for (int u = p.first + blockIdx.x; u < p.last; u += gridDim.x) {
             const Unit w = decode_unit(u, p);
             int k0, k1;
@@ -448,12 +464,12 @@ mla_tc_kernel(const __grid_constant__ CUtensorMap tm_hidden, const __grid_consta
                 hop::fence_acc(acc);
                 hop::wgmma_wait<1>();
                 hop::fence_acc(acc);
-                if (prev >= 0 && t == 0) hop::mbar_arrive(&empty[prev]);
+                if (prev >= 0 && t == 0) release(prev);
                 prev = s;
             }
             hop::wgmma_wait<0>();
             hop::fence_acc(acc);
-            if (prev >= 0 && t == 0) hop::mbar_arrive(&empty[prev]);
+            if (prev >= 0 && t == 0) release(prev);
             if (k1 <= k0) {  // an empty k-split (p.cl_red: S splits of d / BK k-steps, some may get none)
 #pragma unroll
                 for (int i = 0; i < WN / 2; ++i) acc[i] = 0.f;
@@ -542,6 +558,7 @@ mla_tc_kernel(const __grid_constant__ CUtensorMap tm_hidden, const __grid_consta
         if (t == 0) hop::tma_store_wait<0>();  // the last stores complete before the CTA exits
         if (ct == 0 && !p.cl_red) MLA_MARK(EV_EXIT);
     }
+    if (p.mcast) hop::cluster_sync();  // no CTA exits while its peer may still multicast into it or arrive on it
     if (p.cl_red) {  // every thread of every CTA of the cluster takes part in both barriers
         hop::cluster_sync();  // each CTA's partial is in its shared memory
         if (tid == 128) MLA_MARK(EV_C_G1_WAIT);

@@ -5,13 +5,13 @@
 #   KVBENCH_COMMIT=<sha> bash results/2026-12-06-seventh/callE.sh     (third_party/cutlass carried)
 . scripts/device_call_lib.sh callE
 gpu_info
-AX="MLA_G1_ORDER=0,1,2; MLA_G1_PAIR=0,1"
+AX="MLA_G1_ORDER=0,1,2; MLA_G1_PAIR=0,1,2"
 pd=/tmp/probe-g1; mkdir -p "$pd"; cp kernels/cutlass_2gemm.cu "$pd/"
 PROBE_DIR=$pd nb scripts/probe_axis.sh two_stage_pp "$AX" --shape seed --json "$w/build-probe.json" \
   > "$w/build-probe.log" 2>&1
 stamp "built: exit $?"; grep -h "wall time\|FAILED\|build-failed" "$w/build-probe.log" | head -5
 PROBE_DIR=$pd timeout -s INT 280 scripts/probe_axis.sh two_stage_pp "$AX" \
-  --shape deepseek-v3,deepseek-v2-lite,minicpm3 --tokens 512,4096 \
+  --shape deepseek-v3,deepseek-v2-lite --tokens 512,4096 \
   --dtype bfloat16 --baselines eager,torch-2gemm --rounds 3 --timeout 60 --json "$w/probe-g1.json" \
   --markdown "$w/probe-g1.md" > "$w/probe-g1.log" 2>&1 < /dev/null
 stamp "probe: exit $?"

@@ -8,7 +8,7 @@ gpu_info
 pd=/tmp/probe-g1; mkdir -p "$pd"; cp kernels/cutlass_2gemm.cu "$pd/"
 BUILD=1 SKIP_TESTS=1 SKIP_MULTI=1 PHASE=2 env CUDA_VISIBLE_DEVICES= scripts/gpu_session.sh \
   > "$w/build-session.log" 2>&1 < /dev/null &
-PROBE_DIR=$pd nb scripts/probe_axis.sh two_stage_pp "MLA_G1_ORDER=0,1,2; MLA_G1_PAIR=0,1" --shape seed \
+PROBE_DIR=$pd nb scripts/probe_axis.sh two_stage_pp "MLA_G1_ORDER=0,1,2; MLA_G1_PAIR=0,1,2" --shape seed \
   --json "$w/build-probe.json" > "$w/build-probe.log" 2>&1 &
 wait; stamp "built"; cp /tmp/gpu-session/phase2/build*.log "$w/" 2>/dev/null
 grep -h "wall time\|FAILED" "$w"/build*.log | head -12
