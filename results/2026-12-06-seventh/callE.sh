@@ -19,7 +19,7 @@ PROBE_DIR=$pd timeout -s INT 90 scripts/probe_axis.sh two_stage_pp "$AX" "${SHAP
   --markdown "$w/probe-check.md" > "$w/probe-check.log" 2>&1 < /dev/null
 stamp "check: exit $?, $(grep -c '| ok ' "$w/probe-check.md") rows ok"; grep -iE "wrong|error|fail" "$w/probe-check.md" | cut -c1-160 | head -5
 pack
-PROBE_DIR=$pd timeout -s INT 250 scripts/probe_axis.sh two_stage_pp "$AX" \
+PROBE_DIR=$pd timeout -s INT 200 scripts/probe_axis.sh two_stage_pp "$AX" \
   --shape deepseek-v3,deepseek-v2-lite --tokens 512,4096 \
   --dtype bfloat16 --baselines eager,torch-2gemm --rounds 3 --timeout 60 --json "$w/probe-g1.json" \
   --markdown "$w/probe-g1.md" > "$w/probe-g1.log" 2>&1 < /dev/null
