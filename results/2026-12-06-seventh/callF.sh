@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Session 2026-12-06 (seventh), for an H200 (callE.sh follows on the warm machine, its builds done here): every
+# Session 2026-12-06 (seventh), for an H200; not run (no device started). Its probe builds need 3e2dfb0's kernels
+# (the MLA_G1_* axes were removed after it). callE.sh follows on the warm machine, its builds done here: every
 # variant built (gpu_session.sh's build step) beside callE's six probe builds, all with no GPU visible; then the
 # seed float32 row and the issue-9 targets run (3 rounds, with the breakdown; the decode path's first H200 run).
 #   KVBENCH_COMMIT=<sha> bash results/2026-12-06-seventh/callF.sh     (third_party/cutlass carried)
