@@ -3,7 +3,8 @@
 # share. Usage, first lines of a call script run from the repository root:
 #   . scripts/device_call_lib.sh callA        # work folder /tmp/callA, archive $OUT/callA.tgz
 # Then: $w (work folder), $py, stamp MSG (seconds since the start), nb CMD... (a build with no GPU visible, 400 s
-# limit), pack (archive now as well: a later step cut by the call's limit keeps what came before), gpu_info.
+# limit), pack (archive now as well: a later step cut by the call's limit keeps what came before), gpu_info,
+# rows_summary JSON (a line a row: status, GPU µs, the first kernel's device µs and grid, the call's busy µs).
 set -uo pipefail
 export CUDA_HOME=/usr/local/cuda PATH=/usr/local/cuda/bin:$PATH TORCH_CUDA_ARCH_LIST=9.0a PYTHONUNBUFFERED=1
 export KVBENCH_CUTLASS_DIR=third_party/cutlass
@@ -18,4 +19,16 @@ gpu_info() {
   nvidia-smi --query-gpu=name,driver_version,clocks.max.sm,power.limit --format=csv > "$w/gpu.txt" 2>&1
   cat "$w/gpu.txt"
   echo "commit ${KVBENCH_COMMIT:-unset}" >> "$w/gpu.txt"
+}
+rows_summary() {
+  $py - "$1" <<'PY'
+import json, sys
+for r in json.load(open(sys.argv[1]))["rows"]:
+    k = r.get("kernels") or {}
+    first = (k.get("list") or [{}])[0]
+    sh = r["shape"]
+    print(f"{sh.get('name') or ''}:{sh.get('s')} {r['variant']:40s} {r['status']:6s} "
+          f"gpu {((r.get('gpu_us') or {}).get('median') or 0):8.2f}  first kernel {first.get('device_us') or 0:7.2f} "
+          f"grid {first.get('grid')} busy {k.get('busy_us')}")
+PY
 }

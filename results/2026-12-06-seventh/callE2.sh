@@ -15,14 +15,5 @@ PROBE_DIR=$pd timeout -s INT 120 scripts/probe_axis.sh two_stage_pp "$AX" \
   --dtype bfloat16 --baselines eager,torch-2gemm --rounds 2 --timeout 60 --json "$w/probe-g1.json" \
   --markdown "$w/probe-g1.md" > "$w/probe-g1.log" 2>&1 < /dev/null
 stamp "probe: exit $?"
-$py - "$w/probe-g1.json" <<'PY' 2>&1 | tee "$w/probe-g1-summary.txt"
-import json, sys
-for r in json.load(open(sys.argv[1]))["rows"]:
-    k = r.get("kernels") or {}
-    first = (k.get("list") or [{}])[0]
-    sh = r["shape"]
-    print(f"{sh.get('name') or ''}:{sh.get('s')} {r['variant']:40s} {r['status']:6s} "
-          f"gpu {((r.get('gpu_us') or {}).get('median') or 0):8.2f}  first kernel {first.get('device_us') or 0:7.2f} "
-          f"grid {first.get('grid')} busy {k.get('busy_us')}")
-PY
+rows_summary "$w/probe-g1.json" 2>&1 | tee "$w/probe-g1-summary.txt"
 stamp done
