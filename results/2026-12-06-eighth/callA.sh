@@ -3,7 +3,8 @@
 # (gpu_session.sh's build step), the new two_stage_pp_pair among them (GEMM1 in clusters of 2 with w_down multicast;
 # prediction in NOTES); then the seed float32 row, the issue-9 targets run (3 rounds, with the breakdown: GEMM1's
 # device time of two_stage_pp against two_stage_pp_pair; on an H200 the decode path's first run there) and the bf16 /
-# fp16 preset sweep of README's results section (1 round), each step cut to the time left. callB.sh follows warm.
+# fp16 preset sweep of README's results section (1 round) on an H200, callC.sh's GEMM1 counters on any other GPU; each
+# step cut to the time left. callB.sh follows warm.
 #   KVBENCH_COMMIT=<sha> bash results/2026-12-06-eighth/callA.sh     (third_party/cutlass carried)
 . scripts/device_call_lib.sh callA
 gpu_info
@@ -22,6 +23,7 @@ $py scripts/targets.py "$w/targets.json" "$w/seed-fp32.json" > "$w/targets-check
 cut -c1-250 "$w/targets-check.txt"
 rows_summary "$w/targets.json" 2>&1 | grep -v "eager\|torch-2gemm" | tee "$w/targets-summary.txt"
 pack
+if ! grep -q H200 "$w/gpu.txt"; then bash results/2026-12-06-eighth/callC.sh; stamp done; exit 0; fi
 left=$(( 580 - $(date +%s) + t0 ))
 timeout -s INT $(( left > 20 ? left : 20 )) $py run_bench.py --variant all \
   --shape seed,deepseek-v2-lite,deepseek-v2,deepseek-v3,kimi-k2,minicpm3 --tokens 64,512,4096 \
