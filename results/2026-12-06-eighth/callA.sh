@@ -24,7 +24,7 @@ cut -c1-250 "$w/targets-check.txt"
 rows_summary "$w/targets.json" 2>&1 | grep -v "eager\|torch-2gemm" | tee "$w/targets-summary.txt"
 pack
 if ! grep -q H200 "$w/gpu.txt"; then bash results/2026-12-06-eighth/callC.sh; stamp done; exit 0; fi
-left=$(( 580 - $(date +%s) + t0 ))
+left=$(( ${CALL_S:-580} - $(date +%s) + t0 ))
 timeout -s INT $(( left > 20 ? left : 20 )) $py run_bench.py --variant all \
   --shape seed,deepseek-v2-lite,deepseek-v2,deepseek-v3,kimi-k2,minicpm3 --tokens 64,512,4096 \
   --baselines eager,eager-graph,torch-2gemm --budget 0.2 --rounds 1 --timeout 120 --allow-failures --no-breakdown \

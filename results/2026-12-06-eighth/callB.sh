@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Session 2026-12-06 (eighth), second device call, on callA's warm machine (every build cached): the whole GPU suite
 # at this commit, then the float32 preset sweep of README's results section (1 round), each cut to the time left.
-#   KVBENCH_COMMIT=<sha> bash results/2026-12-06-eighth/callB.sh     (third_party/cutlass carried)
+#   KVBENCH_COMMIT=<sha> [CALL_S=<the call's seconds>] bash results/2026-12-06-eighth/callB.sh     (third_party/cutlass carried)
 . scripts/device_call_lib.sh callB
 gpu_info
 ls build/extensions 2>/dev/null | wc -l | sed 's/^/cached extension folders: /'
@@ -10,7 +10,7 @@ timeout -s INT -k 20 ${SUITE_S:-330} $py -m pytest -q -m gpu -p no:cacheprovider
 stamp "GPU tests: exit $?: $(grep -E 'passed|failed' "$w/gpu-tests.log" | tail -1)"
 grep -E "^(FAILED|ERROR)" "$w/gpu-tests.log" | head -8
 pack
-left=$(( 580 - $(date +%s) + t0 ))
+left=$(( ${CALL_S:-580} - $(date +%s) + t0 ))
 timeout -s INT $(( left > 20 ? left : 20 )) $py run_bench.py --variant all \
   --shape seed,deepseek-v2-lite,deepseek-v2,deepseek-v3,kimi-k2,minicpm3 --tokens 64,512,4096 \
   --baselines eager,eager-graph,torch-2gemm --budget 0.2 --rounds 1 --timeout 120 --allow-failures --no-breakdown \
