@@ -2,8 +2,9 @@
 # Session 2026-12-06 (eighth), first device call (results/NOTES.md). Every variant built with no GPU visible
 # (gpu_session.sh's build step), the new two_stage_pp_pair among them (GEMM1 in clusters of 2 with w_down multicast;
 # prediction in NOTES); then the seed float32 row, the issue-9 targets run (3 rounds, with the breakdown: GEMM1's
-# device time of two_stage_pp against two_stage_pp_pair; on an H200 the decode path's first run there) and the bf16 /
-# fp16 preset sweep of README's results section (1 round) on an H200, callC.sh's GEMM1 counters on any other GPU; each
+# device time of two_stage_pp against two_stage_pp_pair; on an H200 the decode path's first run there), the GPU tests
+# of the two_stage variants, and the bf16 /
+#   fp16 preset sweep of README's results section (1 round) on an H200, callC.sh's GEMM1 counters on any other GPU; each
 # step cut to the time left. callB.sh follows warm.
 #   KVBENCH_COMMIT=<sha> bash results/2026-12-06-eighth/callA.sh     (third_party/cutlass carried)
 . scripts/device_call_lib.sh callA
@@ -22,6 +23,12 @@ stamp "targets: exit $?, $(grep '^wall time' "$w/targets.log")"
 $py scripts/targets.py "$w/targets.json" "$w/seed-fp32.json" > "$w/targets-check.txt" 2>&1
 cut -c1-250 "$w/targets-check.txt"
 rows_summary "$w/targets.json" 2>&1 | grep -v "eager\|torch-2gemm" | tee "$w/targets-summary.txt"
+pack
+# the GPU tests of the variants that build mla_tc.cuh / two_stage.cuh (the whole suite is callB's)
+timeout -s INT -k 10 120 $py -m pytest -q -m gpu -p no:cacheprovider -rfEs -k "two_stage and not triton" tests/test_gpu.py \
+  > "$w/gpu-tests-two_stage.log" 2>&1
+stamp "GPU tests -k two_stage: exit $?: $(grep -E 'passed|failed' "$w/gpu-tests-two_stage.log" | tail -1)"
+grep -E "^(FAILED|ERROR)" "$w/gpu-tests-two_stage.log" | head -8
 pack
 if ! grep -q H200 "$w/gpu.txt"; then bash results/2026-12-06-eighth/callC.sh; stamp done; exit 0; fi
 left=$(( ${CALL_S:-580} - $(date +%s) + t0 ))
