@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# Needs c8437e6's kernels (two_stage_pp_pair, removed from kernels/ after it: it never ran this session).
 # Session 2026-12-06 (eighth), first device call (results/NOTES.md). Every variant built with no GPU visible
 # (gpu_session.sh's build step), the new two_stage_pp_pair among them (GEMM1 in clusters of 2 with w_down multicast;
 # prediction in NOTES); then the seed float32 row, the issue-9 targets run (3 rounds, with the breakdown: GEMM1's

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# Run after callA.sh at c8437e6's kernels (see callA.sh).
 # Session 2026-12-06 (eighth), second device call, on callA's warm machine (every build cached): the whole GPU suite
 # at this commit, then the float32 preset sweep of README's results section (1 round), each cut to the time left.
 #   KVBENCH_COMMIT=<sha> [CALL_S=<the call's seconds>] bash results/2026-12-06-eighth/callB.sh     (third_party/cutlass carried)

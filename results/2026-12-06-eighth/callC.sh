@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# Needs c8437e6's kernels (two_stage_pp_pair, removed from kernels/ after it: it never ran this session).
 # Session 2026-12-06 (eighth), on a warm machine after callA (builds cached): does two_stage_pp_pair's GEMM1 read the
 # L2 slices less often? ncu (chosen counters, --clock-control none) on the first kernel (GEMM1) of one call of
 # two_stage_pp, two_stage_pp_pair and cutlass_2gemm at DeepSeek-V3 4096 and 512 bf16: duration, sectors delivered to

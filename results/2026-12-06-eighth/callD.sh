@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# Needs c8437e6's kernels (two_stage_pp_pair, removed from kernels/ after it: it never ran this session).
 # Session 2026-12-06 (eighth), cut to the ~350 s of device time left after callA's machine was taken back mid-run:
 # two_stage_pp and two_stage_pp_pair built alone, checked on the GPU suite's tensor-core shapes (bf16, fp16), then
 # timed against each other at DeepSeek-V3 and V2-Lite 512 / 4096 tokens (bf16, 3 rounds, with the breakdown).
