@@ -4,7 +4,9 @@
 #   . scripts/device_call_lib.sh callA        # work folder /tmp/callA, archive $OUT/callA.tgz
 # Then: $w (work folder), $py, stamp MSG (seconds since the start), nb CMD... (a build with no GPU visible, 400 s
 # limit), pack (archive now as well: a later step cut by the call's limit keeps what came before), gpu_info,
-# rows_summary JSON (a line a row: status, GPU µs, the first kernel's device µs and grid, the call's busy µs).
+# rows_summary JSON (a line a row: status, GPU µs, the first kernel's device µs and grid, the call's busy µs),
+# gpu_tests LOG SECONDS [pytest arguments] (the GPU tests, their summary line and failures), preset_sweep NAME DTYPES
+# SECONDS (README's preset sweep, 1 round, into NAME.{json,md,log}).
 set -uo pipefail
 export CUDA_HOME=/usr/local/cuda PATH=/usr/local/cuda/bin:$PATH TORCH_CUDA_ARCH_LIST=9.0a PYTHONUNBUFFERED=1
 export KVBENCH_CUTLASS_DIR=third_party/cutlass
@@ -31,4 +33,18 @@ for r in json.load(open(sys.argv[1]))["rows"]:
           f"gpu {((r.get('gpu_us') or {}).get('median') or 0):8.2f}  first kernel {first.get('device_us') or 0:7.2f} "
           f"grid {first.get('grid')} busy {k.get('busy_us')}")
 PY
+}
+gpu_tests() {
+  local log=$w/$1 limit=$2
+  shift 2
+  timeout -s INT -k 20 "$limit" $py -m pytest -q -m gpu -p no:cacheprovider -rfEs --durations=30 "$@" > "$log" 2>&1
+  stamp "GPU tests $*: exit $?: $(grep -E ' in [0-9.]+s' "$log" | tail -1)"
+  grep -E "^(FAILED|ERROR)" "$log" | head -8
+}
+preset_sweep() {
+  timeout -s INT "$3" $py run_bench.py --variant all --shape seed,deepseek-v2-lite,deepseek-v2,deepseek-v3,kimi-k2,minicpm3 \
+    --tokens 64,512,4096 --baselines eager,eager-graph,torch-2gemm --budget 0.2 --rounds 1 --timeout 120 \
+    --allow-failures --no-breakdown --devices all --dtype "$2" --json "$w/$1.json" --markdown "$w/$1.md" \
+    > "$w/$1.log" 2>&1 < /dev/null
+  stamp "$1: exit $?, $(grep '^wall time' "$w/$1.log" || tail -1 "$w/$1.log")"
 }

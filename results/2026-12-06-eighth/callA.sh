@@ -26,16 +26,9 @@ cut -c1-250 "$w/targets-check.txt"
 rows_summary "$w/targets.json" 2>&1 | grep -v "eager\|torch-2gemm" | tee "$w/targets-summary.txt"
 pack
 # the GPU tests of the variants that build mla_tc.cuh / two_stage.cuh (the whole suite is callB's)
-timeout -s INT -k 10 120 $py -m pytest -q -m gpu -p no:cacheprovider -rfEs -k "two_stage and not triton" tests/test_gpu.py \
-  > "$w/gpu-tests-two_stage.log" 2>&1
-stamp "GPU tests -k two_stage: exit $?: $(grep -E 'passed|failed' "$w/gpu-tests-two_stage.log" | tail -1)"
-grep -E "^(FAILED|ERROR)" "$w/gpu-tests-two_stage.log" | head -8
+gpu_tests gpu-tests-two_stage.log 120 -k "two_stage and not triton" tests/test_gpu.py
 pack
 if ! grep -q H200 "$w/gpu.txt"; then bash results/2026-12-06-eighth/callC.sh; stamp done; exit 0; fi
 left=$(( ${CALL_S:-580} - $(date +%s) + t0 ))
-timeout -s INT $(( left > 20 ? left : 20 )) $py run_bench.py --variant all \
-  --shape seed,deepseek-v2-lite,deepseek-v2,deepseek-v3,kimi-k2,minicpm3 --tokens 64,512,4096 \
-  --baselines eager,eager-graph,torch-2gemm --budget 0.2 --rounds 1 --timeout 120 --allow-failures --no-breakdown \
-  --dtype bfloat16,float16 --json "$w/sweep-16bit.json" --markdown "$w/sweep-16bit.md" > "$w/sweep-16bit.log" 2>&1 < /dev/null
-stamp "16-bit sweep: exit $?, $(grep '^wall time' "$w/sweep-16bit.log" || tail -1 "$w/sweep-16bit.log")"
+preset_sweep sweep-16bit bfloat16,float16 $(( left > 20 ? left : 20 ))
 stamp done
