@@ -331,12 +331,14 @@ __device__ __forceinline__ uint32_t cluster_ctarank() {
 #endif
     return r;
 }
-// One arrival (release, cluster scope) on the barrier at `bar`'s shared-memory offset in cluster CTA `rank`.
+// One arrival on the barrier at `bar`'s shared-memory offset in cluster CTA `rank`. Default semantics (release, CTA
+// scope), as CUTLASS's ClusterBarrier: `.release.cluster` compiles to MEMBAR.ALL.GPU before the arrive (SASS, sm_90a),
+// which on a consumer's per-k-step release doubled GEMM1's time (results/NOTES.md, 2026-12-06 ninth).
 __device__ __forceinline__ void mbar_arrive_cluster(uint64_t* bar, uint32_t rank) {
 #if KV_SM90A
     uint32_t remote;
     asm volatile("mapa.shared::cluster.u32 %0, %1, %2;\n" : "=r"(remote) : "r"(smem_u32(bar)), "r"(rank));
-    asm volatile("mbarrier.arrive.release.cluster.shared::cluster.b64 _, [%0];\n" ::"r"(remote) : "memory");
+    asm volatile("mbarrier.arrive.shared::cluster.b64 _, [%0];\n" ::"r"(remote) : "memory");
 #endif
 }
 // 16 bytes at `p` (a shared::cta address of this CTA's smem, 16-byte aligned) in the smem of CTA `rank` of the cluster.
