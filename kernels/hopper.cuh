@@ -227,18 +227,6 @@ __device__ __forceinline__ void tma_load_2d(void* dst, const CUtensorMap* map, i
         : "memory");
 #endif
 }
-// Box at (x, y) -> the same shared-memory offset in every CTA of `cta_mask` (cluster ranks), each counting the bytes on
-// its barrier at `bar`'s offset.
-__device__ __forceinline__ void tma_load_2d_multicast(void* dst, const CUtensorMap* map, int x, int y, uint64_t* bar,
-                                                      uint16_t cta_mask) {
-#if KV_SM90A
-    asm volatile(
-        "cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::complete_tx::bytes.multicast::cluster"
-        " [%0], [%1, {%3, %4}], [%2], %5;\n"
-        ::"r"(smem_u32(dst)), "l"(reinterpret_cast<uint64_t>(map)), "r"(smem_u32(bar)), "r"(x), "r"(y), "h"(cta_mask)
-        : "memory");
-#endif
-}
 // The same with an L2 eviction-priority policy (from l2_policy_*).
 __device__ __forceinline__ void tma_load_2d_hint(void* dst, const CUtensorMap* map, int x, int y, uint64_t* bar,
                                                  uint64_t policy) {
@@ -330,16 +318,6 @@ __device__ __forceinline__ uint32_t cluster_ctarank() {
     asm volatile("mov.u32 %0, %%cluster_ctarank;\n" : "=r"(r));
 #endif
     return r;
-}
-// One arrival on the barrier at `bar`'s shared-memory offset in cluster CTA `rank`. Default semantics (release, CTA
-// scope), as CUTLASS's ClusterBarrier: `.release.cluster` compiles to MEMBAR.ALL.GPU before the arrive (SASS, sm_90a),
-// which on a consumer's per-k-step release doubled GEMM1's time (results/NOTES.md, 2026-12-06 ninth).
-__device__ __forceinline__ void mbar_arrive_cluster(uint64_t* bar, uint32_t rank) {
-#if KV_SM90A
-    uint32_t remote;
-    asm volatile("mapa.shared::cluster.u32 %0, %1, %2;\n" : "=r"(remote) : "r"(smem_u32(bar)), "r"(rank));
-    asm volatile("mbarrier.arrive.shared::cluster.b64 _, [%0];\n" ::"r"(remote) : "memory");
-#endif
 }
 // 16 bytes at `p` (a shared::cta address of this CTA's smem, 16-byte aligned) in the smem of CTA `rank` of the cluster.
 __device__ __forceinline__ float4 ld_shared_cluster_f4(const void* p, uint32_t rank) {

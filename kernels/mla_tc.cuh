@@ -102,8 +102,6 @@ struct Params {
     int pdl_wait;     // GEMM2 producer waits for the previous grid (programmatic dependent launch)
     int cl_red;       // GEMM1: the `splits` CTAs of a cluster are one tile's k-splits, one unit each, reduced
                       // through distributed shared memory (no workspace, no counters)
-    int mcast;        // GEMM1-only launch in clusters of 2 whose CTAs run units of one column tile and k range (row
-                      // tiles mt, mt + 1): CTA rank r issues w_down box r of each stage, multicast to both
     float4* ws;       // GEMM1 partials: [tile][split][PART_F4]
     int* split_cnt;   // per GEMM1 tile (n_mt * n_nt1), self-resetting
     int* ready;       // per row tile, self-resetting (fused)
@@ -116,38 +114,10 @@ struct Unit {
     int mt, nt, ks;
 };
 
-// GEMM1's unit order outside cl_red launches (whose clusters need the k-split fastest): 0, k-split fastest, then row
-// tile, then column tile; 1, row tile fastest, then k-split (neighbouring CTAs read the same w_down boxes); 2, column
-// tile fastest, then k-split (neighbouring CTAs read the same hidden boxes). A probe axis (two_stage_pp_pair.cu sets 1): with MLA_G1_PAIR's
-// clusters of 2 (two_stage.cuh) a pair of neighbours shares a GPC, whose L2 request coalescer can merge their
-// identical reads (ncu, H100: CUTLASS's latent GEMM delivers 2.28 sectors to the SMs per sector read from L2, ours
-// 1.46; results/NOTES.md 2026-12-06 seventh).
-#ifndef MLA_G1_ORDER
-#define MLA_G1_ORDER 0
-#endif
-static_assert(MLA_G1_ORDER >= 0 && MLA_G1_ORDER <= 2, "MLA_G1_ORDER: 0, 1 or 2");
-
 __device__ __forceinline__ Unit decode_unit(int u, const Params& p) {
     Unit w;
     if (u < p.units1) {
         w.gemm = 1;
-#if MLA_G1_ORDER == 1
-        if (!p.cl_red) {
-            w.mt = u % p.n_mt;
-            const int t = u / p.n_mt;
-            w.ks = t % p.splits;
-            w.nt = t / p.splits;
-            return w;
-        }
-#elif MLA_G1_ORDER == 2
-        if (!p.cl_red) {
-            w.nt = u % p.n_nt1;
-            const int t = u / p.n_nt1;
-            w.ks = t % p.splits;
-            w.mt = t / p.splits;
-            return w;
-        }
-#endif
         w.ks = u % p.splits;
         const int t = u / p.splits;
         w.mt = t % p.n_mt;
@@ -317,14 +287,11 @@ mla_tc_kernel(const __grid_constant__ CUtensorMap tm_hidden, const __grid_consta
         MLA_MARK(EV_SMID);
         for (int s = 0; s < STAGES; ++s) {
             hop::mbar_init(&full[s], 1);
-            hop::mbar_init(&empty[s], p.mcast ? 4 : 2);  // mcast: the peer's consumers free the stage too
+            hop::mbar_init(&empty[s], 2);
         }
         hop::fence_barrier_init();
     }
     __syncthreads();
-    // mcast: the peer's barriers are initialised before any multicast or remote arrival reaches them
-    if (p.mcast) hop::cluster_sync();
-    const uint32_t crank = p.mcast ? hop::cluster_ctarank() : 0u;
     if (tid == 0) MLA_MARK(EV_P_SETUP);
     if (p.first == 0 && p.units1 > 0 && !p.fused) pdl_launch_dependents();  // two_stage: let GEMM2 launch early
 
@@ -401,16 +368,11 @@ mla_tc_kernel(const __grid_constant__ CUtensorMap tm_hidden, const __grid_consta
                     const int s = it % STAGES;
                     if (k - k0 >= pre) {
                         hop::mbar_wait(&empty[s], ((it / STAGES) & 1) ^ 1);
-                        hop::mbar_arrive_expect_tx(&full[s], A_BYTES + B_BYTES);  // mcast: the peer's box too
+                        hop::mbar_arrive_expect_tx(&full[s], A_BYTES + B_BYTES);
                         unsigned char* bs = smem + C::SMEM_B + s * B_BYTES;
 #pragma unroll
-                        for (int b = 0; b < TBN / 64; ++b) {
-                            if (!p.mcast)
-                                hop::tma_load_2d(bs + b * B_BOX_BYTES, tb, bx + 64 * b, k * BK, &full[s]);
-                            else if (b == int(crank))  // TBN = 128: one box a rank
-                                hop::tma_load_2d_multicast(bs + b * B_BOX_BYTES, tb, bx + 64 * b, k * BK, &full[s],
-                                                           0x3);
-                        }
+                        for (int b = 0; b < TBN / 64; ++b)
+                            hop::tma_load_2d(bs + b * B_BOX_BYTES, tb, bx + 64 * b, k * BK, &full[s]);
                     }
                     hop::tma_load_2d(smem + C::SMEM_A + s * A_BYTES, ta, k * BK, w.mt * BM, &full[s]);
                     if (it == 0) MLA_MARK(EV_P_FIRST_TMA);
@@ -434,12 +396,6 @@ mla_tc_kernel(const __grid_constant__ CUtensorMap tm_hidden, const __grid_consta
         T* const lat = reinterpret_cast<T*>(p.latent);
         float acc[WN / 2];
         int it = 0;
-        // A stage this warpgroup's wgmmas have read is free again (mcast: in the peer's count too, whose multicast
-        // writes this CTA's copy of the stage).
-        auto release = [&](int s) {
-            hop::mbar_arrive(&empty[s]);
-            if (p.mcast) hop::mbar_arrive_cluster(&empty[s], crank ^ 1u);
-        };
         for (int u = p.first + blockIdx.x; u < p.last; u += gridDim.x) {
             const Unit w = decode_unit(u, p);
             int k0, k1;
@@ -464,12 +420,12 @@ mla_tc_kernel(const __grid_constant__ CUtensorMap tm_hidden, const __grid_consta
                 hop::fence_acc(acc);
                 hop::wgmma_wait<1>();
                 hop::fence_acc(acc);
-                if (prev >= 0 && t == 0) release(prev);
+                if (prev >= 0 && t == 0) hop::mbar_arrive(&empty[prev]);
                 prev = s;
             }
             hop::wgmma_wait<0>();
             hop::fence_acc(acc);
-            if (prev >= 0 && t == 0) release(prev);
+            if (prev >= 0 && t == 0) hop::mbar_arrive(&empty[prev]);
             if (k1 <= k0) {  // an empty k-split (p.cl_red: S splits of d / BK k-steps, some may get none)
 #pragma unroll
                 for (int i = 0; i < WN / 2; ++i) acc[i] = 0.f;
@@ -558,7 +514,6 @@ mla_tc_kernel(const __grid_constant__ CUtensorMap tm_hidden, const __grid_consta
         if (t == 0) hop::tma_store_wait<0>();  // the last stores complete before the CTA exits
         if (ct == 0 && !p.cl_red) MLA_MARK(EV_EXIT);
     }
-    if (p.mcast) hop::cluster_sync();  // no CTA exits while its peer may still multicast into it or arrive on it
     if (p.cl_red) {  // every thread of every CTA of the cluster takes part in both barriers
         hop::cluster_sync();  // each CTA's partial is in its shared memory
         if (tid == 128) MLA_MARK(EV_C_G1_WAIT);
@@ -701,19 +656,6 @@ static inline bool cluster_fits(int dev, int cl) {
     const int n = hop::max_active_clusters(mla_tc_kernel<T, BM, BN_>, cl, THREADS, Cfg<BM, BN_>::SMEM_ALLOC);
     fits[dev][cl] = n >= 1 ? 1 : -1;
     return fits[dev][cl] > 0;
-}
-
-// How many clusters of `cl` CTAs of this kernel the device `dev` holds at once (0: none), asked of the driver once per
-// device and size (cl 2..8).
-template <typename T, int BM, int BN_ = BN>
-static inline int resident_clusters(int dev, int cl) {
-    static int count[64][9];  // -1 + the count; 0 = not asked yet
-    if (cl < 2 || cl > 8 || dev < 0 || dev >= 64) return 0;
-    if (count[dev][cl] == 0) {
-        set_smem_attr<T, BM, BN_>(dev);
-        count[dev][cl] = 1 + hop::max_active_clusters(mla_tc_kernel<T, BM, BN_>, cl, THREADS, Cfg<BM, BN_>::SMEM_ALLOC);
-    }
-    return count[dev][cl] - 1;
 }
 
 // Launch units [first, last) on `grid` CTAs, in clusters of `cluster` (p.cl_red: = p.splits, grid = p.units1);

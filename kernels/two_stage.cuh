@@ -37,16 +37,6 @@ static_assert(MLA_GEMM1_BM64 == 0 || MLA_GEMM1_BM64 == 1, "MLA_GEMM1_BM64: 0 or 
 static_assert(MLA_G1_CLUSTER == -1 || MLA_G1_CLUSTER == 0 || MLA_G1_CLUSTER == 8 || MLA_G1_CLUSTER == 16,
               "MLA_G1_CLUSTER: -1, 0, 8 or 16");
 
-// 1: GEMM1 at M > 128 (no cl_red) launches in clusters of 2 CTAs when its grid is even and every pair can be
-// resident at once, so that neighbouring CTAs (which MLA_G1_ORDER makes share an operand box) share a GPC. 2: the
-// same, and where a pair's two units read the same w_down boxes (row tiles mt, mt + 1 of one column tile and k range:
-// an even row-tile count, and MLA_G1_ORDER 1 or no k-split) each CTA loads one of a stage's two w_down boxes and
-// multicasts it to both (Params::mcast). 0: no clusters. two_stage_pp_pair.cu sets 2.
-#ifndef MLA_G1_PAIR
-#define MLA_G1_PAIR 0
-#endif
-static_assert(MLA_G1_PAIR >= 0 && MLA_G1_PAIR <= 2, "MLA_G1_PAIR: 0, 1 or 2");
-
 namespace {
 
 using namespace kv;
@@ -309,14 +299,8 @@ void launch_two_stage_tc(const torch::Tensor& hidden, const torch::Tensor& w_dow
     mla::Params p1 = p;
     p1.first = 0;
     p1.last = p.units1;
-    const int grid1 = p.cl_red ? p.units1 : std::min(p.units1, sms);
-    int cluster1 = p.cl_red ? cluster : 1;
-    if (MLA_G1_PAIR && !p.cl_red && grid1 % 2 == 0 && 2 * mla::resident_clusters<T, BM1, BN1>(dev, 2) >= grid1) {
-        cluster1 = 2;
-        p1.mcast = MLA_G1_PAIR == 2 && BN1 == 128 && p.n_mt % 2 == 0 &&
-                   (MLA_G1_ORDER == 1 || (MLA_G1_ORDER == 0 && p.splits == 1));
-    }
-    mla::launch<T, BM1, BN1>(maps, p1, grid1, false, stream, cluster1);
+    mla::launch<T, BM1, BN1>(maps, p1, p.cl_red ? p.units1 : std::min(p.units1, sms), false, stream,
+                             p.cl_red ? cluster : 1);
     if constexpr (PINGPONG && BM == 128) {
         const mla_pp::Params q = mla_pp::make_params(M, R, N);
         mla_pp::set_smem_attr<T>(dev);
