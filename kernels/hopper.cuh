@@ -41,6 +41,20 @@ template <> inline CUtensorMapDataType tmap_dtype<__nv_bfloat16>() { return CU_T
 template <> inline CUtensorMapDataType tmap_dtype<__half>() { return CU_TENSOR_MAP_DATA_TYPE_FLOAT16; }
 template <> inline CUtensorMapDataType tmap_dtype<float>() { return CU_TENSOR_MAP_DATA_TYPE_FLOAT32; }
 
+// TMA's L2 promotion: the L2 request size a box row is widened to (CU_TENSOR_MAP_L2_PROMOTION_*). A 128-byte
+// swizzled box row is 128 bytes, so 256 makes every row read its neighbour too: a hidden row's next k-step (read again
+// by the next stage) or the tile's other w_down box. 128 is what CUTLASS's TMA descriptors use. A probe axis
+// (results/NOTES.md, 2026-12-06 ninth); 0 = none.
+#ifndef KV_TMA_L2_PROMO
+#define KV_TMA_L2_PROMO 128
+#endif
+static_assert(KV_TMA_L2_PROMO == 0 || KV_TMA_L2_PROMO == 64 || KV_TMA_L2_PROMO == 128 || KV_TMA_L2_PROMO == 256,
+              "KV_TMA_L2_PROMO: 0, 64, 128 or 256");
+constexpr CUtensorMapL2promotion kTmaL2Promotion = KV_TMA_L2_PROMO == 256   ? CU_TENSOR_MAP_L2_PROMOTION_L2_256B
+                                                   : KV_TMA_L2_PROMO == 128 ? CU_TENSOR_MAP_L2_PROMOTION_L2_128B
+                                                   : KV_TMA_L2_PROMO == 64  ? CU_TENSOR_MAP_L2_PROMOTION_L2_64B
+                                                                            : CU_TENSOR_MAP_L2_PROMOTION_NONE;
+
 // A row-major 2-D tensor rows x cols (row pitch `pitch` elements) of T; box = box_cols x box_rows elements.
 // 128-byte swizzle (box_cols * sizeof(T) == 128) is the layout the wgmma descriptors below describe. Out-of-bounds
 // box elements read as zero and are not written by stores. Needs: base 16-byte aligned, pitch * sizeof(T) % 16 == 0.
@@ -54,7 +68,7 @@ inline CUtensorMap make_tmap_2d(const void* base, uint64_t rows, uint64_t cols, 
     const cuuint32_t elem_strides[2] = {1, 1};
     const CUresult r = encode_tiled_fn()(&m, tmap_dtype<T>(), 2, const_cast<void*>(base), dims, strides, box,
                                          elem_strides, CU_TENSOR_MAP_INTERLEAVE_NONE, swizzle,
-                                         CU_TENSOR_MAP_L2_PROMOTION_L2_256B, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
+                                         kTmaL2Promotion, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
     TORCH_CHECK(r == CUDA_SUCCESS, "cuTensorMapEncodeTiled failed");
     return m;
 }
