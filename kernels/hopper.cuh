@@ -43,10 +43,10 @@ template <> inline CUtensorMapDataType tmap_dtype<float>() { return CU_TENSOR_MA
 
 // TMA's L2 promotion: the L2 request size a box row is widened to (CU_TENSOR_MAP_L2_PROMOTION_*). A 128-byte
 // swizzled box row is 128 bytes, so 256 makes every row read its neighbour too: a hidden row's next k-step (read again
-// by the next stage) or the tile's other w_down box. 128 is what CUTLASS's TMA descriptors use. A probe axis
-// (results/NOTES.md, 2026-12-06 ninth); 0 = none.
+// by the next stage) or the tile's other w_down box. 128 is what CUTLASS's TMA descriptors use. A probe axis, 256 until
+// 128 is measured (results/NOTES.md, 2026-12-06 ninth: the prediction; results/2026-12-06-ninth/callG*.sh); 0 = none.
 #ifndef KV_TMA_L2_PROMO
-#define KV_TMA_L2_PROMO 128
+#define KV_TMA_L2_PROMO 256
 #endif
 static_assert(KV_TMA_L2_PROMO == 0 || KV_TMA_L2_PROMO == 64 || KV_TMA_L2_PROMO == 128 || KV_TMA_L2_PROMO == 256,
               "KV_TMA_L2_PROMO: 0, 64, 128 or 256");
