@@ -6,7 +6,10 @@
 # limit), pack (archive now as well: a later step cut by the call's limit keeps what came before), gpu_info,
 # rows_summary JSON (a line a row: status, GPU µs, the first kernel's device µs and grid, the call's busy µs),
 # gpu_tests LOG SECONDS [pytest arguments] (the GPU tests, their summary line and failures), preset_sweep NAME DTYPES
-# SECONDS (README's preset sweep, 1 round, into NAME.{json,md,log}).
+# SECONDS (README's preset sweep, 1 round, into NAME.{json,md,log}), build_everything (every variant built with no GPU
+# visible by scripts/gpu_session.sh's build step, its logs kept), targets_run VARIANTS (the seed float32 row and
+# the issue-9 targets run, 3 rounds with the breakdown, checked by scripts/targets.py), ncu_l2 VARIANT TOKENS [TAG] (the
+# L2 and DRAM counters of the variant's first kernel in one call at DeepSeek-V3 TOKENS, bf16, into ncu-VARIANT-TOKENS[TAG]).
 set -uo pipefail
 export CUDA_HOME=/usr/local/cuda PATH=/usr/local/cuda/bin:$PATH TORCH_CUDA_ARCH_LIST=9.0a PYTHONUNBUFFERED=1
 export KVBENCH_CUTLASS_DIR=third_party/cutlass
@@ -47,4 +50,33 @@ preset_sweep() {
     --allow-failures --no-breakdown --devices all --dtype "$2" --json "$w/$1.json" --markdown "$w/$1.md" \
     > "$w/$1.log" 2>&1 < /dev/null
   stamp "$1: exit $?, $(grep '^wall time' "$w/$1.log" || tail -1 "$w/$1.log")"
+}
+targets_run() {
+  timeout -s INT 60 $py run_bench.py --variant fused_tiled --shape seed --dtype float32 --baselines empty-kernel,eager \
+    --rounds 3 --no-breakdown --json "$w/seed-fp32.json" > "$w/seed.log" 2>&1 < /dev/null
+  stamp "seed: exit $?"
+  timeout -s INT 150 $py run_bench.py --variant "$1" --shape deepseek-v3,deepseek-v2-lite --tokens 64,512,4096 \
+    --dtype bfloat16 --baselines eager,eager-graph,torch-2gemm --rounds 3 --json "$w/targets.json" \
+    --markdown "$w/targets.md" > "$w/targets.log" 2>&1 < /dev/null
+  stamp "targets: exit $?, $(grep '^wall time' "$w/targets.log")"
+  $py scripts/targets.py "$w/targets.json" "$w/seed-fp32.json" > "$w/targets-check.txt" 2>&1
+  cut -c1-250 "$w/targets-check.txt"
+  rows_summary "$w/targets.json" 2>&1 | grep -v "eager\|torch-2gemm" > "$w/targets-summary.txt"
+}
+ncu_l2() {
+  local m=gpu__time_duration.sum,lrc__xbar2gpc_sectors_op_read.sum,lrc__lts2lrc_sectors_op_read.sum
+  m=$m,lrc__average_xbar2gpc_sectors_op_read.ratio,lts__t_sectors_srcunit_tex_op_read.sum
+  m=$m,lts__t_sectors_srcunit_ltcfabric.sum,dram__bytes_read.sum
+  local f=$w/ncu-$1-$2${3:-}
+  timeout 60 ncu --clock-control none --profile-from-start off --metrics "$m" --launch-count 1 --csv \
+    $py scripts/profile_variant.py "$1" "deepseek-v3:$2" bfloat16 2 > "$f.csv" 2> "$f.log"
+  stamp "ncu $1 $2${3:-}: exit $?"
+  grep -E '"(gpu__time|lrc__|lts__|dram__)' "$f.csv" | awk -F'","' '{print $(NF-2), $NF}' | tr -d '"'
+}
+build_everything() {
+  BUILD=1 SKIP_TESTS=1 SKIP_MULTI=1 PHASE=2 env CUDA_VISIBLE_DEVICES= scripts/gpu_session.sh \
+    > "$w/build-session.log" 2>&1 < /dev/null
+  stamp "built"
+  cp /tmp/gpu-session/phase2/build*.log "$w/" 2>/dev/null
+  grep -h "wall time" "$w"/build*.log | head -6
 }
