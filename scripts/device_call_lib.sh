@@ -9,7 +9,9 @@
 # SECONDS (README's preset sweep, 1 round, into NAME.{json,md,log}), build_everything (every variant built with no GPU
 # visible by scripts/gpu_session.sh's build step, its logs kept), targets_run VARIANTS (the seed float32 row and
 # the issue-9 targets run, 3 rounds with the breakdown, checked by scripts/targets.py), ncu_l2 VARIANT TOKENS [TAG] (the
-# L2 and DRAM counters of the variant's first kernel in one call at DeepSeek-V3 TOKENS, bf16, into ncu-VARIANT-TOKENS[TAG]).
+# L2 and DRAM counters of the variant's first kernel in one call at DeepSeek-V3 TOKENS, bf16, into ncu-VARIANT-TOKENS[TAG]),
+# check_m128 VARIANT (a check-only run on tests/test_gpu.py's tensor-core shapes that reach M > 128 or its declines, bf16
+# and fp16, into check.{json,log}; prints the rows' status counts).
 set -uo pipefail
 export CUDA_HOME=/usr/local/cuda PATH=/usr/local/cuda/bin:$PATH TORCH_CUDA_ARCH_LIST=9.0a PYTHONUNBUFFERED=1
 export KVBENCH_CUTLASS_DIR=third_party/cutlass
@@ -79,4 +81,19 @@ build_everything() {
   stamp "built"
   cp /tmp/gpu-session/phase2/build*.log "$w/" 2>/dev/null
   grep -h "wall time" "$w"/build*.log | head -6
+}
+check_m128() {
+  local S="b=1,s=512,d=7168,rank=512,heads=128,head_dim=128 b=3,s=50,d=1000,rank=96,heads=2,head_dim=128"
+  S="$S b=1,s=200,d=264,rank=40,heads=4,head_dim=64 b=2,s=33,d=512,rank=64,heads=6,head_dim=128"
+  S="$S b=2,s=2000,d=64,rank=16,heads=16,head_dim=128 b=1,s=1380,d=200,rank=136,heads=16,head_dim=128"
+  S="$S b=7,s=129,d=520,rank=72,heads=6,head_dim=40"
+  local args=() s
+  for s in $S; do args+=(--shape "$s"); done
+  timeout -s INT 60 $py run_bench.py --variant "$1" "${args[@]}" --dtype bfloat16,float16 --baselines eager \
+    --rounds 1 --budget 0.02 --no-breakdown --allow-failures --json "$w/check.json" > "$w/check.log" 2>&1 < /dev/null
+  stamp "check: exit $?"
+  $py - "$w/check.json" <<'PY'
+import collections, json, sys
+print(dict(collections.Counter((r["variant"], r["status"]) for r in json.load(open(sys.argv[1]))["rows"])))
+PY
 }
