@@ -78,6 +78,9 @@ class Breakdown:
     calls: int                            # how many calls were profiled
     note: str = ""                        # why it is empty, or that calls differed
     busy_us: float | None = None          # device busy time per call: the union of its launches (median)
+    # how much a call's summed launch times over-count its busy time (launches that overlap), median over the calls;
+    # 0 if unknown. Per call, not device_us - busy_us: a sum of per-kernel medians is not a median of sums.
+    overlap_us: float = 0.0
 
     @property
     def launches(self) -> int:
@@ -86,11 +89,6 @@ class Breakdown:
     @property
     def device_us(self) -> float:
         return sum(k.device_us for k in self.kernels)
-
-    @property
-    def overlap_us(self) -> float:
-        """How much the per-kernel times over-count the device's busy time (launches that overlap); 0 if unknown."""
-        return max(0.0, self.device_us - self.busy_us) if self.busy_us is not None else 0.0
 
     def key(self) -> tuple:
         return (self.shape, self.dtype, self.variant)
@@ -182,10 +180,15 @@ def busy_us(launches: list[Launch]) -> float:
     return total
 
 
-def busy_per_call(per_call: list[list[Launch]]) -> float | None:
-    """The median over the calls that launched anything of each call's busy time (None: none did)."""
-    times = [busy_us(launches) for launches in per_call if launches]
-    return statistics.median(times) if times else None
+def busy_and_overlap(per_call: list[list[Launch]]) -> tuple[float | None, float | None]:
+    """Over the calls that launched anything, the medians of each call's busy time and of its overlap (its
+    launches' summed times less their union); (None, None) if none did."""
+    calls = [launches for launches in per_call if launches]
+    if not calls:
+        return None, None
+    busy = [busy_us(launches) for launches in calls]
+    overlap = [max(0.0, sum(x.device_us for x in launches) - b) for launches, b in zip(calls, busy)]
+    return statistics.median(busy), statistics.median(overlap)
 
 
 # ---- profiling (GPU) ----------------------------------------------------------------------------------
@@ -230,7 +233,8 @@ def profile_task(target, task, settings, flush, limits) -> Breakdown:
     kernels, note = aggregate(per_call, limits)
     if not kernels:
         note = note or "the profiler recorded no device activity"
-    return Breakdown(target.name, task.shape, task.dtype, kernels, PROFILED_CALLS, note, busy_per_call(per_call))
+    busy, overlap = busy_and_overlap(per_call)
+    return Breakdown(target.name, task.shape, task.dtype, kernels, PROFILED_CALLS, note, busy, overlap or 0.0)
 
 
 def serve(jobs, settings, queue) -> None:
@@ -309,7 +313,7 @@ def serve_ahead(ceilings, dtypes, warm, profile, settings, inbox, queue) -> None
 # ---- the result file's form -----------------------------------------------------------------------------
 
 def to_dict(b: Breakdown) -> dict:
-    busy = {} if b.busy_us is None else {"busy_us": round(b.busy_us, 3)}
+    busy = {} if b.busy_us is None else {"busy_us": round(b.busy_us, 3), "overlap_us": round(b.overlap_us, 3)}
     return {"launches": b.launches, "device_us": round(b.device_us, 3), **busy, "calls": b.calls, "note": b.note,
             "list": [{**dataclasses.asdict(k), "device_us": round(k.device_us, 3),
                       "occupancy": None if k.occupancy is None else round(k.occupancy, 3)} for k in b.kernels]}
@@ -321,8 +325,11 @@ def from_dict(variant: str, shape: Shape, dtype: str, entry: dict) -> Breakdown:
                                block=_tuple(k.get("block")), registers=k.get("registers"), smem=k.get("smem"),
                                occupancy=k.get("occupancy")) for k in entry.get("list") or ())
     busy = entry.get("busy_us")  # absent in files written before it was recorded
+    overlap = entry.get("overlap_us")  # absent before it was stored: then the summed medians less the busy time
+    if overlap is None:
+        overlap = 0.0 if busy is None else max(0.0, sum(k.device_us for k in kernels) - float(busy))
     return Breakdown(variant, shape, dtype, kernels, int(entry.get("calls") or 0), str(entry.get("note") or ""),
-                     None if busy is None else float(busy))
+                     None if busy is None else float(busy), float(overlap))
 
 
 def _tuple(value):
