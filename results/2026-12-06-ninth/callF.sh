@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Session 2026-12-06 (ninth), never run (every start after callE refused): the final tree's call (kernels/ build
+# Session 2026-12-06 (ninth), run on an H100 in the tenth (results/2026-12-06-tenth/callF-h100/): the final tree's call (kernels/ build
 # 1764445's code). Every variant built with no GPU visible, the seed float32 row and the issue-9 targets run (3 rounds, with the breakdown) with scripts/targets.py, the whole
 # GPU suite, then README's bf16 / fp16 preset sweep (1 round) with what is left of CALL_S (on an H200; on any other
 # GPU the sweep is skipped: README's results section is the H200's).

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Session 2026-12-06 (ninth), never run (every start refused): TMA's L2 promotion, 128 B (CUTLASS's) against 256 B
+# Session 2026-12-06 (ninth), run in the tenth (results/2026-12-06-tenth/callG-h100/): TMA's L2 promotion, 128 B (CUTLASS's) against 256 B
 # (every earlier run, and kernels/hopper.cuh's default until 128 is measured). This machine's copy of the tree gets 128
 # as its default (the build that ncu and the GPU tests see); probe copies (scripts/probe_axis.sh) pass both values.
 #   CUT=0 (~430 s): builds in parallel with no GPU visible (two_stage, two_stage_pp, fused_tiled at the default; probes
