@@ -41,10 +41,9 @@ template <> inline CUtensorMapDataType tmap_dtype<__nv_bfloat16>() { return CU_T
 template <> inline CUtensorMapDataType tmap_dtype<__half>() { return CU_TENSOR_MAP_DATA_TYPE_FLOAT16; }
 template <> inline CUtensorMapDataType tmap_dtype<float>() { return CU_TENSOR_MAP_DATA_TYPE_FLOAT32; }
 
-// TMA's L2 promotion: the L2 request size a box row is widened to (CU_TENSOR_MAP_L2_PROMOTION_*). A 128-byte
-// swizzled box row is 128 bytes, so 256 makes every row read its neighbour too: a hidden row's next k-step (read again
-// by the next stage) or the tile's other w_down box. 128 is what CUTLASS's TMA descriptors use. A probe axis, 256 until
-// 128 is measured (results/NOTES.md, 2026-12-06 ninth: the prediction; results/2026-12-06-ninth/callG*.sh); 0 = none.
+// TMA's L2 promotion: the L2 request size a box row is widened to (CU_TENSOR_MAP_L2_PROMOTION_*); CUTLASS's TMA
+// descriptors use 128. A probe axis: measured 128 against 256 on an H100 (results/NOTES.md, 2026-12-06 tenth), no
+// timing moved beyond noise and GEMM1's L2 sector reads stayed put, so 256 (the code the GPU suite passed) stays.
 #ifndef KV_TMA_L2_PROMO
 #define KV_TMA_L2_PROMO 256
 #endif
