@@ -101,19 +101,69 @@ def _nvml_facts() -> dict:
     return facts
 
 
+# NVML's clock-event reasons (nvmlClocksEventReason*): which limit held the SM clock down at a reading.
+POWER_REASONS = 0x4 | 0x80           # software power cap, hardware power brake
+THERMAL_REASONS = 0x20 | 0x40 | 0x8  # software and hardware thermal slowdown, hardware slowdown
+
+
+def clocks_from_readings(readings: list[tuple], max_mhz: float, limit_w: float | None = None) -> Clocks | None:
+    """Readings of (SM MHz, board watts or None, clock-event reason bits or None) -> the row's Clocks. A value
+    the board did not report in every reading is left out (None), not guessed."""
+    if not readings:
+        return None
+    mhz = [r[0] for r in readings]
+    watts = [r[1] for r in readings]
+    reasons = [r[2] for r in readings]
+    power = statistics.median(watts) if None not in watts else None
+    capped = sum(bool(x & POWER_REASONS) for x in reasons) / len(reasons) if None not in reasons else None
+    thermal = sum(bool(x & THERMAL_REASONS) for x in reasons) / len(reasons) if None not in reasons else None
+    return Clocks(sm_mhz_median=statistics.median(mhz), sm_mhz_min=min(mhz), sm_mhz_max_supported=max_mhz,
+                  power_w_median=power, power_limit_w=limit_w, power_capped_share=capped, thermal_share=thermal)
+
+
 class ClockSampler(contextlib.AbstractContextManager):
-    """Reads the SM clock every `period_s` on a thread while the block runs (never sets it)."""
+    """Reads the SM clock, the board's power draw and why the clock is held down (NVML's clock-event reasons)
+    every `period_s` on a thread while the block runs (never sets any of them)."""
 
     def __init__(self, device_index: int = 0, period_s: float = 0.005):
         self.nvml = _nvml()
         self.handle = _nvml_handle(self.nvml, device_index) if self.nvml else None
         self.period_s = period_s
-        self.readings: list[int] = []
+        self.readings: list[tuple] = []
+        self._power_ok = self._reasons_ok = True  # cleared for good at the first NVMLError: not every board has them
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, daemon=True)
 
+    def _power_w(self) -> float | None:
+        if not self._power_ok:
+            return None
+        nvml = self.nvml
+        try:  # the instantaneous reading; nvmlDeviceGetPowerUsage is a one-second average on recent boards
+            value = nvml.nvmlDeviceGetFieldValues(self.handle, [nvml.NVML_FI_DEV_POWER_INSTANT])[0]
+            if value.nvmlReturn == nvml.NVML_SUCCESS:
+                return _field_number(value) / 1000
+            return nvml.nvmlDeviceGetPowerUsage(self.handle) / 1000
+        except (nvml.NVMLError, AttributeError, IndexError) as exc:
+            log.debug("NVML power: %s", exc)
+            self._power_ok = False
+            return None
+
+    def _reasons(self) -> int | None:
+        if not self._reasons_ok:
+            return None
+        nvml = self.nvml
+        read = getattr(nvml, "nvmlDeviceGetCurrentClocksEventReasons", None) or \
+            getattr(nvml, "nvmlDeviceGetCurrentClocksThrottleReasons", None)
+        try:
+            return int(read(self.handle))
+        except (nvml.NVMLError, TypeError) as exc:
+            log.debug("NVML clock-event reasons: %s", exc)
+            self._reasons_ok = False
+            return None
+
     def _read(self) -> None:
-        self.readings.append(self.nvml.nvmlDeviceGetClockInfo(self.handle, self.nvml.NVML_CLOCK_SM))
+        mhz = self.nvml.nvmlDeviceGetClockInfo(self.handle, self.nvml.NVML_CLOCK_SM)
+        self.readings.append((mhz, self._power_w(), self._reasons()))
 
     def _run(self) -> None:
         while not self._stop.wait(self.period_s):
@@ -136,5 +186,14 @@ class ClockSampler(contextlib.AbstractContextManager):
         if not self.nvml or not self.readings:
             return None
         top = self.nvml.nvmlDeviceGetMaxClockInfo(self.handle, self.nvml.NVML_CLOCK_SM)
-        return Clocks(sm_mhz_median=statistics.median(self.readings), sm_mhz_min=min(self.readings),
-                      sm_mhz_max_supported=top)
+        try:
+            limit = self.nvml.nvmlDeviceGetEnforcedPowerLimit(self.handle) / 1000
+        except self.nvml.NVMLError:
+            limit = None
+        return clocks_from_readings(self.readings, top, limit)
+
+
+def _field_number(value) -> float:
+    """An nvmlFieldValue_t's number, whichever member its valueType names (power is an unsigned int, mW)."""
+    kinds = {0: "dVal", 1: "uiVal", 2: "ulVal", 3: "ullVal", 4: "sllVal", 5: "siVal", 6: "usVal"}
+    return float(getattr(value.value, kinds.get(value.valueType, "uiVal")))

@@ -124,13 +124,25 @@ class CheckResult:
 
 @dataclasses.dataclass(frozen=True)
 class Clocks:
+    """What NVML read while a row was timed. The power fields are None where the board does not report them
+    (and in result files written before they existed)."""
     sm_mhz_median: float
     sm_mhz_min: float
     sm_mhz_max_supported: float
+    power_w_median: float | None = None      # board power draw
+    power_limit_w: float | None = None       # the enforced limit at the time
+    power_capped_share: float | None = None  # share of readings whose clock was held down by the power limit
+    thermal_share: float | None = None       # share held down by temperature (software or hardware slowdown)
 
     @property
     def throttled(self) -> bool:
         return self.sm_mhz_median < 0.85 * self.sm_mhz_max_supported
+
+    @property
+    def power_capped(self) -> bool:
+        """Most of the row ran at the power limit: its time depends on the energy a call takes as well as on
+        its work, and on the card's temperature and limit, which vary between runs and boards."""
+        return (self.power_capped_share or 0.0) >= 0.5
 
 
 @dataclasses.dataclass(frozen=True)

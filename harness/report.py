@@ -15,6 +15,8 @@ from harness.resultfile import SCHEMA
 from harness.roofline import SUSPECT_BELOW, Ceilings, roofline
 
 NOISE_FLAG, THROTTLE_FLAG, FLOOR_FLAG, UNBLOCKED_FLAG = "noisy", "throttled", "below-floor", "unblocked"
+# Most of the row's NVML readings had the clock held down by the board's power limit (Clocks.power_capped).
+POWER_FLAG = "power-capped"
 GRAPH_UNCHECKED_FLAG = "graph-unchecked"  # the call refused CUDA graph capture, so that check did not run
 # The call raised under torch.profiler (CUPTI tracing on) when the breakdown profiled it: a failure of the variant's
 # that the timed and checked calls did not meet (its reason is the breakdown's note in the result file).
@@ -97,6 +99,8 @@ def flags(row: Row, roof, cache: CacheMode, by_key: dict | None = None,
         out.append(NOISE_FLAG)
     if row.clocks is not None and row.clocks.throttled:
         out.append(THROTTLE_FLAG)
+    if row.clocks is not None and row.clocks.power_capped:
+        out.append(POWER_FLAG)
     under_roofline = cache != CacheMode.HOT and roof.x_floor is not None and roof.x_floor < SUSPECT_BELOW
     if under_roofline or below_launch(row, by_key or {}):
         out.append(FLOOR_FLAG)

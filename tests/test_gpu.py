@@ -329,3 +329,23 @@ def test_floor_row_through_the_runner(plan):
     (row,) = got
     assert row.status == Status.OK and row.gpu.method.startswith("blocked"), row
     assert row.gpu.summary.n >= 30 and row.call.summary.n >= 20
+
+
+def test_clock_sampler_reads_power_and_clock_event_reasons_on_this_board():
+    """Each row's clocks carry the board's power draw and how often the power limit held the clock down (the
+    'power-capped' flag). On a Hopper board NVML reports both; a reading that silently came back None would
+    leave every row without them."""
+    import torch
+    from harness.env import ClockSampler
+
+    a = torch.randn(4096, 4096, device="cuda", dtype=torch.bfloat16)
+    with ClockSampler(period_s=0.002) as sampler:
+        for _ in range(200):
+            a @ a
+        torch.cuda.synchronize()
+    clocks = sampler.clocks()
+    assert clocks is not None and len(sampler.readings) >= 5, "NVML gave no readings"
+    assert clocks.power_limit_w and clocks.power_limit_w > 100, clocks
+    assert clocks.power_w_median is not None and 20 < clocks.power_w_median < 1.5 * clocks.power_limit_w, clocks
+    assert clocks.power_capped_share is not None and 0 <= clocks.power_capped_share <= 1, clocks
+    assert clocks.thermal_share is not None and 0 <= clocks.thermal_share <= 1, clocks
