@@ -50,6 +50,20 @@ def ceilings_note(row):
     return f" at this run's {rate:.0f} TFLOP/s and {c['copy_gbps']:.0f} GB/s"
 
 
+def clock_note(row):
+    """How the row's clock ran (NVML, while it was timed): at prefill the boards run at their power limit, the
+    clock then varies by 15 % or more between runs and between variants, and a verdict near its bar depends on it."""
+    c = row.get("clocks") or {}
+    if not c.get("sm_mhz_median"):
+        return ""
+    note = f", clock {c['sm_mhz_median']:.0f} MHz"
+    if c.get("power_w_median") is not None:
+        note += f" at {c['power_w_median']:.0f} W"
+    if c.get("power_capped_share") is not None:
+        note += f", power-capped in {100 * c['power_capped_share']:.0f} % of readings"
+    return note
+
+
 def load(paths, incomplete=None):
     """{(preset, tokens, dtype): {variant: row}} of the rows with a GPU time; a group comes whole from one file (the
     last file that has it), so no ratio mixes two runs. `incomplete`, a list, receives the paths of files an
@@ -133,7 +147,7 @@ def floor_target(groups, number, preset, tokens, bar, one_launch=False):
                 met = one_ratio <= bar  # the target is met by its best one-launch row
                 launch_note += (f"; best one-launch kernel {one_variant} {us(one_row):.1f} us = {one_ratio:.2f}x"
                                 f" ({'meets' if met else 'misses'} the bar)")
-    return (f"{number}. {preset} {tokens} bf16: best kernel {variant} {us(row):.1f} us = {ratio:.2f}x floor "
+    return (f"{number}. {preset} {tokens} bf16: best kernel {variant} {us(row):.1f} us{clock_note(row)} = {ratio:.2f}x floor "
             f"({floor:.1f} us{ceilings_note(row)}){launch_note}, bar <= {bar}x: {'MET' if met else 'not met'} "
             f"({others})")
 
