@@ -12,6 +12,8 @@ Verdicts, per row and metric ("gpu" time, "call" latency):
   threshold = max(floor, spread of the row + spread of its eager row), the larger of
   baseline's and current's; change = current/baseline - 1.
   SAME |change| <= threshold; FASTER change > threshold; SLOWER change < -threshold.
+  A row flagged power-capped (or its eager row) is judged as any other, with the sides that were named in
+  its note: its time followed the board's power limit as much as its work.
   A row flagged noisy (or its eager row), in either file, is judged against twice the
   threshold: NOISY when |change| falls between the two, SLOWER or FASTER beyond it.
   Call latency is judged only where it is device-bound: call <= 1.25 x warm GPU time for
@@ -40,6 +42,7 @@ from typing import Mapping
 
 from harness.axes import split_row_name
 from harness.errors import CompareRefused
+from harness.report import POWER_FLAG
 from harness.resources import short_name
 from harness.resultfile import ResultFile, ResultRow, TimingStats, load_result
 from harness.shapes import display_labels
@@ -229,6 +232,15 @@ def _noisy_sides(key: tuple, metric: str, base_index: Index, cur_index: Index) -
     return sides
 
 
+def _power_capped_sides(key: tuple, base_index: Index, cur_index: Index) -> list[str]:
+    sides = []
+    for label, index in (("baseline", base_index), ("current", cur_index)):
+        for name, row in ((label, index[key]), (f"{label} eager", _eager_row(index, key))):
+            if row is not None and POWER_FLAG in row.flags:
+                sides.append(name)
+    return sides
+
+
 def _status_note(row: ResultRow) -> str:
     message = " ".join(row.message.split())  # one line
     return f"{row.status}: {message}" if message else row.status
@@ -282,6 +294,9 @@ def _compare_metric(key: tuple, metric: str, base_index: Index, cur_index: Index
     noisy = _noisy_sides(key, metric, base_index, cur_index)
     if noisy:
         notes.append("noisy: " + ", ".join(noisy))
+    capped = _power_capped_sides(key, base_index, cur_index)
+    if capped:  # its clock followed the board's power limit, which moves with temperature and board
+        notes.append("power-capped: " + ", ".join(capped))
     note = "; ".join(notes)
     if abs(change) <= threshold:
         return make(change, threshold, Verdict.SAME, note)

@@ -222,6 +222,19 @@ def test_noisy_row_much_slower_fails_the_gate(base_result):
     assert comparison.exit_code == 1
 
 
+def test_a_power_capped_row_is_judged_and_its_note_says_which_side_was_capped(base_result):
+    """The flag explains a verdict; it does not excuse one: a 3x slowdown still fails the gate."""
+    row = pick_row(base_result)
+    assert "power-capped" not in verdicts_of(compare(base_result, base_result), row)["gpu"].note
+    current = scale_gpu_time(base_result, row, 3.0)
+    find(current, row)["flags"] = [*find(current, row).get("flags", []), "power-capped"]
+    eager_of(base_result, row)["flags"] = [*eager_of(base_result, row).get("flags", []), "power-capped"]
+    comparison = compare(base_result, current)
+    gpu = verdicts_of(comparison, row)["gpu"]
+    assert gpu.verdict == Verdict.SLOWER and "power-capped: baseline eager, current" in gpu.note
+    assert comparison.exit_code == 1
+
+
 def test_noisy_row_between_its_threshold_and_twice_that_is_noisy(base_result):
     row = pick_row(base_result)
     threshold = verdicts_of(compare(base_result, base_result), row)["gpu"].threshold
