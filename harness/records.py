@@ -140,9 +140,11 @@ class Clocks:
 
     @property
     def power_capped(self) -> bool:
-        """Most of the row ran at the power limit: its time depends on the energy a call takes as well as on
-        its work, and on the card's temperature and limit, which vary between runs and boards."""
-        return (self.power_capped_share or 0.0) >= 0.5
+        """The power limit held the clock down for most of the row, by 3 % or more: its time then depends on the
+        energy a call takes as well as on its work, and on the card's temperature and limit, which vary between
+        runs and boards. NVML also names the power cap while the clock sits a step or two (15-30 MHz) under its
+        maximum, as right after a heavy row: that alone is not flagged."""
+        return (self.power_capped_share or 0.0) >= 0.5 and self.sm_mhz_median < 0.97 * self.sm_mhz_max_supported
 
 
 @dataclasses.dataclass(frozen=True)

@@ -83,8 +83,11 @@ def test_a_power_reading_that_fails_mid_row_leaves_power_out_of_the_whole_row(mo
     assert clocks.power_w_median is None and clocks.power_capped_share == 1.0
 
 
-@pytest.mark.parametrize("share, flagged", [(0.75, True), (0.5, True), (0.25, False), (None, False)])
-def test_the_power_capped_flag(share, flagged):
+@pytest.mark.parametrize("mhz, share, flagged", [(1900.0, 0.75, True), (1900.0, 0.5, True), (1900.0, 0.25, False),
+                                                  (1900.0, None, False), (1965.0, 0.9, False)])
+def test_the_power_capped_flag(mhz, share, flagged):
+    """Flagged where the power limit held the clock down in most readings, by 3 % or more; NVML names the cap
+    at one clock step under the maximum too (callA of 2026-12-06 eleventh: 64-token rows at 1965 of 1980 MHz)."""
     row = Row("k", Kind.KERNEL, preset("seed"), "float32", Status.OK,
-              clocks=Clocks(1900.0, 1800.0, 1980.0, 690.0, 700.0, share, 0.0))
+              clocks=Clocks(mhz, 1800.0, 1980.0, 690.0, 700.0, share, 0.0))
     assert (report.POWER_FLAG in report.flags(row, types.SimpleNamespace(x_floor=None), CacheMode.COLD_READ)) == flagged
