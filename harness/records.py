@@ -131,8 +131,8 @@ class Clocks:
     sm_mhz_max_supported: float
     power_w_median: float | None = None      # board power draw
     power_limit_w: float | None = None       # the enforced limit at the time
-    power_capped_share: float | None = None  # share of readings whose clock was held down by the power limit
-    thermal_share: float | None = None       # share held down by temperature (software or hardware slowdown)
+    power_capped_share: float | None = None  # share of readings in which NVML named the power limit as holding the clock
+    thermal_share: float | None = None       # ... temperature or the hardware slowdown
 
     @property
     def throttled(self) -> bool:

@@ -15,7 +15,7 @@ from harness.resultfile import SCHEMA
 from harness.roofline import SUSPECT_BELOW, Ceilings, roofline
 
 NOISE_FLAG, THROTTLE_FLAG, FLOOR_FLAG, UNBLOCKED_FLAG = "noisy", "throttled", "below-floor", "unblocked"
-# Most of the row's NVML readings had the clock held down by the board's power limit (Clocks.power_capped).
+# The board's power limit held the clock 3 % or more under its maximum for most of the row (Clocks.power_capped).
 POWER_FLAG = "power-capped"
 GRAPH_UNCHECKED_FLAG = "graph-unchecked"  # the call refused CUDA graph capture, so that check did not run
 # The call raised under torch.profiler (CUPTI tracing on) when the breakdown profiled it: a failure of the variant's
