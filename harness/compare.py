@@ -42,7 +42,7 @@ from typing import Mapping
 
 from harness.axes import split_row_name
 from harness.errors import CompareRefused
-from harness.report import POWER_FLAG
+from harness.records import POWER_FLAG
 from harness.resources import short_name
 from harness.resultfile import ResultFile, ResultRow, TimingStats, load_result
 from harness.shapes import display_labels

@@ -122,6 +122,10 @@ class CheckResult:
     unchecked: tuple[str, ...] = ()  # checks that could not run (a call that refuses graph capture)
 
 
+# The flag a row gets where Clocks.power_capped holds; here, not in report.py, so that compare reads it without torch.
+POWER_FLAG = "power-capped"
+
+
 @dataclasses.dataclass(frozen=True)
 class Clocks:
     """What NVML read while a row was timed. The power fields are None where the board does not report them
@@ -131,8 +135,8 @@ class Clocks:
     sm_mhz_max_supported: float
     power_w_median: float | None = None      # board power draw
     power_limit_w: float | None = None       # the enforced limit at the time
-    power_capped_share: float | None = None  # share of readings in which NVML named the power limit as holding the clock
-    thermal_share: float | None = None       # ... temperature or the hardware slowdown
+    power_capped_share: float | None = None  # share of readings in which NVML named the power limit
+    thermal_share: float | None = None       # ... named temperature or the hardware slowdown
 
     @property
     def throttled(self) -> bool:

@@ -9,14 +9,12 @@ from collections.abc import Mapping
 import numpy as np
 
 from harness import axes, breakdown, resources
-from harness.records import (BUILTIN_ROWS, FLOOR_ROW, REFERENCE_ROW, CacheMode, Device, Kind, Row, Status, Timing,
-                             table_order)
+from harness.records import (BUILTIN_ROWS, FLOOR_ROW, POWER_FLAG, REFERENCE_ROW, CacheMode, Device, Kind, Row, Status,
+                             Timing, table_order)
 from harness.resultfile import SCHEMA
 from harness.roofline import SUSPECT_BELOW, Ceilings, roofline
 
 NOISE_FLAG, THROTTLE_FLAG, FLOOR_FLAG, UNBLOCKED_FLAG = "noisy", "throttled", "below-floor", "unblocked"
-# The board's power limit held the clock 3 % or more under its maximum for most of the row (Clocks.power_capped).
-POWER_FLAG = "power-capped"
 GRAPH_UNCHECKED_FLAG = "graph-unchecked"  # the call refused CUDA graph capture, so that check did not run
 # The call raised under torch.profiler (CUPTI tracing on) when the breakdown profiled it: a failure of the variant's
 # that the timed and checked calls did not meet (its reason is the breakdown's note in the result file).
