@@ -251,6 +251,18 @@ __device__ __forceinline__ void tma_load_2d_hint(void* dst, const CUtensorMap* m
         : "memory");
 #endif
 }
+// The same box into the same smem offset of every CTA of this cluster named in `mask` (bit i = rank i); each
+// destination CTA's barrier at `bar`'s offset counts the bytes it receives.
+__device__ __forceinline__ void tma_load_2d_multicast(void* dst, const CUtensorMap* map, int x, int y, uint64_t* bar,
+                                                      uint16_t mask) {
+#if KV_SM90A
+    asm volatile(
+        "cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::complete_tx::bytes.multicast::cluster"
+        " [%0], [%1, {%3, %4}], [%2], %5;\n"
+        ::"r"(smem_u32(dst)), "l"(reinterpret_cast<uint64_t>(map)), "r"(smem_u32(bar)), "r"(x), "r"(y), "h"(mask)
+        : "memory");
+#endif
+}
 __device__ __forceinline__ uint64_t l2_policy_evict_first() {
     uint64_t p = 0;
 #if KV_SM90A
@@ -322,6 +334,15 @@ __device__ __forceinline__ void cluster_arrive() {
 __device__ __forceinline__ void cluster_wait() {
 #if KV_SM90A
     asm volatile("barrier.cluster.wait.acquire;\n" ::: "memory");
+#endif
+}
+// One arrival on the barrier at `bar`'s offset in the smem of CTA `rank` of the cluster (release at cluster scope:
+// this thread's earlier reads of shared memory are done before the other CTA sees the arrival).
+__device__ __forceinline__ void mbar_arrive_cluster(uint64_t* bar, uint32_t rank) {
+#if KV_SM90A
+    uint32_t a;
+    asm volatile("mapa.shared::cluster.u32 %0, %1, %2;\n" : "=r"(a) : "r"(smem_u32(bar)), "r"(rank));
+    asm volatile("mbarrier.arrive.release.cluster.shared::cluster.b64 _, [%0];\n" ::"r"(a) : "memory");
 #endif
 }
 // This CTA's rank in its cluster.

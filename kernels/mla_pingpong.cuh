@@ -46,12 +46,25 @@ namespace mla_pp {
 
 constexpr int TM = 128, TN = 128, BK = 64;  // tile rows, tile columns, k-step
 constexpr int THREADS = 384;
-constexpr int STAGES = 5;
+#ifndef MLA_PP_STAGES
+#define MLA_PP_STAGES 5
+#endif
+#ifndef MLA_PP_CLUSTER
+#define MLA_PP_CLUSTER 1
+#endif
+constexpr int STAGES = MLA_PP_STAGES;
+// 2: CTAs in pairs on row tiles (2u, 2u + 1) of one column tile, each w_up box loaded once and multicast to both.
+constexpr int CLUSTER = MLA_PP_CLUSTER;
+static_assert(STAGES == 5 || STAGES == 6, "5 stages beside whole-tile staging, 6 beside half-tile staging");
+static_assert(CLUSTER == 1 || CLUSTER == 2, "pairs of CTAs or none");
+// The staging a consumer converts its tile into: the whole 128 x 128 tile (one pass), or with 6 stages one 64-row
+// half at a time (two passes, the second after the first's TMA stores have read the staging).
+constexpr int EPI_PASSES = STAGES == 6 ? 2 : 1;
 constexpr int A_BYTES = TM * BK * 2;                          // 16 KB: one box 64 k x 128 rows
 constexpr int B_BOX_BYTES = 64 * BK * 2;                      // 8 KB: 64 columns x 64 k
 constexpr int B_BYTES = (TN / 64) * B_BOX_BYTES;              // 16 KB
 constexpr int C_BOX_BYTES = 64 * 64 * 2;                      // 8 KB: one 64 x 64 output box
-constexpr int C_WG_BYTES = (TM / 64) * (TN / 64) * C_BOX_BYTES;  // 32 KB: one consumer's staging
+constexpr int C_WG_BYTES = (TM / 64 / EPI_PASSES) * (TN / 64) * C_BOX_BYTES;  // 32 or 16 KB: one consumer's staging
 constexpr int SMEM_A = 0;
 constexpr int SMEM_B = SMEM_A + STAGES * A_BYTES;
 constexpr int SMEM_C = SMEM_B + STAGES * B_BYTES;
@@ -72,18 +85,37 @@ struct Params {
     int nt_v;      // first column tile read from w_up_v: N / 128
     int ksteps;    // ceil(R / 64)
     int tiles;     // n_mt * n_nt
-    int group_mt;  // rasterization group (row tiles), row tile fastest inside a group
+    int cluster;   // CTAs a cluster: 1, or 2 (n_mt even): a unit is then row tiles (2u, 2u + 1) of one column tile
+    int n_mu;      // row units: n_mt / cluster
+    int units;     // n_mu * n_nt: what the clusters are dealt
+    int group_mu;  // rasterization group (row units), row unit fastest inside a group
 };
 
-// Tile v -> (row tile, column tile): groups of group_mt row tiles, row tile fastest inside a group (the CTAs working
+// Unit v -> (row unit, column tile): groups of group_mu row units, row unit fastest inside a group (the CTAs working
 // at one time share a few w_up column tiles in L2). Same order as mla::decode_unit's GEMM2 units.
-__host__ __device__ inline void tile_coords(int v, const Params& p, int& mt, int& nt) {
-    const int per_group = p.group_mt * p.n_nt;
+__host__ __device__ inline void unit_coords(int v, const Params& p, int& mu, int& nt) {
+    const int per_group = p.group_mu * p.n_nt;
     const int g = v / per_group, in = v - g * per_group;
-    const int left = p.n_mt - g * p.group_mt;
-    const int rows = p.group_mt < left ? p.group_mt : left;
-    mt = g * p.group_mt + in % rows;
+    const int left = p.n_mu - g * p.group_mu;
+    const int rows = p.group_mu < left ? p.group_mu : left;
+    mu = g * p.group_mu + in % rows;
     nt = in / rows;
+}
+
+// A stage's w_up boxes (64 columns x 64 k each, at column bx + 64 b, row k0): all loaded here, or in a pair each CTA
+// loads box b == rank and multicasts it into both CTAs' stage (both full barriers expect the whole B bytes).
+__device__ __forceinline__ void load_b(unsigned char* bs, const CUtensorMap* tb, int bx, int k0, uint64_t* full,
+                                       bool pair, int rank) {
+#pragma unroll
+    for (int b = 0; b < TN / 64; ++b) {
+        if (!pair) hop::tma_load_2d(bs + b * B_BOX_BYTES, tb, bx + 64 * b, k0, full);
+        else if (b % 2 == rank) hop::tma_load_2d_multicast(bs + b * B_BOX_BYTES, tb, bx + 64 * b, k0, full, 0x3);
+    }
+}
+// A consumer frees a stage: in a pair, in both CTAs (the peer's producer multicasts into this CTA's stage too).
+__device__ __forceinline__ void release(uint64_t* empty, bool pair, int rank) {
+    hop::mbar_arrive(empty);
+    if (pair) hop::mbar_arrive_cluster(empty, uint32_t(rank ^ 1));
 }
 
 template <typename T>
@@ -99,18 +131,21 @@ gemm2_pingpong_kernel(const __grid_constant__ CUtensorMap tm_latent, const __gri
 
     const int tid = threadIdx.x;
     const int wg = tid / 128;
-    const int cta = int(blockIdx.x), grid = int(gridDim.x);
-    const int n_local = cta < p.tiles ? (p.tiles - cta + grid - 1) / grid : 0;  // tiles cta, cta + grid, ...
+    const bool pair = p.cluster == 2;
+    const int rank = pair ? int(hop::cluster_ctarank()) : 0;
+    const int cta = int(blockIdx.x) / p.cluster, grid = int(gridDim.x) / p.cluster;  // this CTA's cluster, clusters
+    const int n_local = cta < p.units ? (p.units - cta + grid - 1) / grid : 0;  // units cta, cta + grid, ...
     const int ks = p.ksteps;
 
     if (tid == 0) {
         for (int s = 0; s < STAGES; ++s) {
             hop::mbar_init(&full[s], 1);
-            hop::mbar_init(&empty[s], 1);
+            hop::mbar_init(&empty[s], p.cluster);  // pairs: both CTAs' consumers free a stage the producers fill
         }
         hop::fence_barrier_init();
     }
-    __syncthreads();
+    if (pair) hop::cluster_sync();  // the peer's barriers exist before a multicast reaches them
+    else __syncthreads();
 
     if (wg == 0) {
         // ------------------------------------------------------------ producer
@@ -122,24 +157,23 @@ gemm2_pingpong_kernel(const __grid_constant__ CUtensorMap tm_latent, const __gri
             // The latent is not ready yet, w_up is: the first tile's first stages get their B boxes now.
             const int pre = min(STAGES, ks);
             {
-                int mt, nt;
-                tile_coords(cta, p, mt, nt);
+                int mu, nt;
+                unit_coords(cta, p, mu, nt);
                 const CUtensorMap* tb = nt < p.nt_v ? &tm_wk : &tm_wv;
                 const int bx = (nt < p.nt_v ? nt : nt - p.nt_v) * TN;
                 for (int k = 0; k < pre; ++k) {  // positions 0 .. pre-1 = stages 0 .. pre-1, first use
                     hop::mbar_wait(&empty[k], 1);
                     hop::mbar_arrive_expect_tx(&full[k], A_BYTES + B_BYTES);
                     unsigned char* bs = smem + SMEM_B + k * B_BYTES;
-#pragma unroll
-                    for (int b = 0; b < TN / 64; ++b)
-                        hop::tma_load_2d(bs + b * B_BOX_BYTES, tb, bx + 64 * b, k * BK, &full[k]);
+                    load_b(bs, tb, bx, k * BK, &full[k], pair, rank);
                 }
             }
             mla::pdl_wait();  // the latent is written by the previous grid (GEMM1)
             int it = 0;       // ring position
             for (int j = 0; j < n_local; ++j) {
-                int mt, nt;
-                tile_coords(cta + j * grid, p, mt, nt);
+                int mu, nt;
+                unit_coords(cta + j * grid, p, mu, nt);
+                const int mt = mu * p.cluster + rank;
                 const CUtensorMap* tb = nt < p.nt_v ? &tm_wk : &tm_wv;
                 const int bx = (nt < p.nt_v ? nt : nt - p.nt_v) * TN;
                 for (int k = 0; k < ks; ++k, ++it) {
@@ -148,9 +182,7 @@ gemm2_pingpong_kernel(const __grid_constant__ CUtensorMap tm_latent, const __gri
                         hop::mbar_wait(&empty[s], ((it / STAGES) & 1) ^ 1);
                         hop::mbar_arrive_expect_tx(&full[s], A_BYTES + B_BYTES);
                         unsigned char* bs = smem + SMEM_B + s * B_BYTES;
-#pragma unroll
-                        for (int b = 0; b < TN / 64; ++b)
-                            hop::tma_load_2d(bs + b * B_BOX_BYTES, tb, bx + 64 * b, k * BK, &full[s]);
+                        load_b(bs, tb, bx, k * BK, &full[s], pair, rank);
                     }
                     hop::tma_load_2d(smem + SMEM_A + s * A_BYTES, &tm_latent, k * BK, mt * TM, &full[s]);
                 }
@@ -167,8 +199,9 @@ gemm2_pingpong_kernel(const __grid_constant__ CUtensorMap tm_latent, const __gri
         unsigned char* cstage = smem + SMEM_C + cw * C_WG_BYTES;
         float acc[2][64];  // [row half][fragment]: rows 64h .. 64h + 63 of the tile, all 128 columns
         for (int j = cw; j < n_local; j += 2) {
-            int mt, nt;
-            tile_coords(cta + j * grid, p, mt, nt);
+            int mu, nt;
+            unit_coords(cta + j * grid, p, mu, nt);
+            const int mt = mu * p.cluster + rank;
             if (j > 0) hop::named_barrier(BAR_ORDER + cw, 256);  // the other consumer has issued tile j - 1
             // ---- main loop
             int prev = -1;
@@ -197,48 +230,76 @@ gemm2_pingpong_kernel(const __grid_constant__ CUtensorMap tm_latent, const __gri
                 hop::wgmma_wait<1>();
                 hop::fence_acc(acc[0]);
                 hop::fence_acc(acc[1]);
-                if (prev >= 0 && t == 0) hop::mbar_arrive(&empty[prev]);
+                if (prev >= 0 && t == 0) release(&empty[prev], pair, rank);
                 prev = s;
             }
             hop::wgmma_wait<0>();
             hop::fence_acc(acc[0]);
             hop::fence_acc(acc[1]);
-            if (t == 0) hop::mbar_arrive(&empty[prev]);  // ks >= 1: prev is the tile's last stage
+            if (t == 0) release(&empty[prev], pair, rank);  // ks >= 1: prev is the tile's last stage
 
-            // ---- epilogue: staging (4 boxes of 64 rows x 64 columns, 128-byte swizzle) -> TMA store
-            if (t == 0) hop::tma_store_wait_read<0>();  // this consumer's previous stores have read its staging
-            hop::named_barrier(BAR_WG + cw, 128);
+            // ---- epilogue: staging (64 x 64 boxes, 128-byte swizzle) -> TMA store; one pass (4 boxes: rows 64h..,
+            // columns 64c.. at box 2h + c) or, with half-tile staging, one pass per row half h (boxes c = 0, 1)
 #pragma unroll
             for (int h = 0; h < 2; ++h) {
+                const bool opens = EPI_PASSES == 2 || h == 0, closes = EPI_PASSES == 2 || h == 1;
+                if (opens) {
+                    if (t == 0) hop::tma_store_wait_read<0>();  // this consumer's previous stores have read its staging
+                    hop::named_barrier(BAR_WG + cw, 128);
+                }
+                const int box0 = EPI_PASSES == 2 ? 0 : 2 * h;
 #pragma unroll
                 for (int f = 0; f < TN / 8; ++f) {  // fragment column group: columns 8f + 2q, + 1
-                    const int box = 2 * h + (f >> 3), chunk = f & 7;
+                    const int box = box0 + (f >> 3), chunk = f & 7;
                     // (r_in + 8) & 7 == r_in & 7: one swizzle for both rows
                     unsigned char* base = cstage + box * C_BOX_BYTES + ((chunk ^ (r_in & 7)) << 4) + 4 * q;
                     *reinterpret_cast<uint32_t*>(base + r_in * 128) = kv::pack2<T>(acc[h][4 * f], acc[h][4 * f + 1]);
                     *reinterpret_cast<uint32_t*>(base + (r_in + 8) * 128) =
                         kv::pack2<T>(acc[h][4 * f + 2], acc[h][4 * f + 3]);
                 }
-            }
-            hop::fence_proxy_async_smem();
-            hop::named_barrier(BAR_WG + cw, 128);
-            if (t == 0) {
+                if (closes) {
+                    hop::fence_proxy_async_smem();
+                    hop::named_barrier(BAR_WG + cw, 128);
+                    if (t == 0) {
 #pragma unroll
-                for (int b = 0; b < 4; ++b) {
-                    const int y = mt * TM + 64 * (b >> 1);
-                    if (y < p.M) hop::tma_store_2d(&tm_out, cstage + b * C_BOX_BYTES, nt * TN + 64 * (b & 1), y);
+                        for (int b = 0; b < C_WG_BYTES / C_BOX_BYTES; ++b) {
+                            const int hb = EPI_PASSES == 2 ? h : b >> 1;
+                            const int y = mt * TM + 64 * hb;
+                            if (y < p.M) hop::tma_store_2d(&tm_out, cstage + b * C_BOX_BYTES, nt * TN + 64 * (b & 1), y);
+                        }
+                        hop::tma_store_commit();
+                    }
                 }
-                hop::tma_store_commit();
             }
         }
         if (t == 0) hop::tma_store_wait<0>();  // the last stores complete before the CTA exits
     }
+    if (pair) hop::cluster_sync();  // no CTA exits while its peer may still multicast into it or arrive on it
 #endif
 }
 
 // ---------------------------------------------------------------- host
 
-inline Params make_params(int M, int R, int N) {
+template <typename T>
+static inline void set_smem_attr(int dev) {
+    kv::set_max_dynamic_smem_once<gemm2_pingpong_kernel<T>>(dev, SMEM_ALLOC);
+}
+
+// Clusters of 2 the device holds at once (0: none), asked of the driver once per device.
+template <typename T>
+static inline int pair_clusters(int dev) {
+    static int n[64] = {};  // 0 = not asked yet, else clusters + 1
+    if (dev < 0 || dev >= 64) return 0;
+    if (n[dev] == 0) {
+        set_smem_attr<T>(dev);
+        n[dev] = 1 + hop::max_active_clusters(gemm2_pingpong_kernel<T>, 2, THREADS, SMEM_ALLOC);
+    }
+    return n[dev] - 1;
+}
+
+// CLUSTER 2 pairs the CTAs when the row tiles pair up (n_mt even) and the device holds clusters of 2.
+template <typename T>
+inline Params make_params(int M, int R, int N, int dev) {
     Params p{};
     p.M = M; p.R = R; p.N = N;
     p.n_mt = kv::cdiv(M, TM);
@@ -246,23 +307,30 @@ inline Params make_params(int M, int R, int N) {
     p.nt_v = N / TN;
     p.ksteps = kv::cdiv(R, BK);
     p.tiles = p.n_mt * p.n_nt;
-    p.group_mt = p.n_mt;
+    p.cluster = CLUSTER == 2 && p.n_mt % 2 == 0 && pair_clusters<T>(dev) > 0 ? 2 : 1;
+    p.n_mu = p.n_mt / p.cluster;
+    p.units = p.n_mu * p.n_nt;
+    p.group_mu = p.n_mu;
     return p;
 }
 
+// Persistent grid: one CTA a unit up to the SMs (pairs: up to the clusters of 2 the device holds at once).
 template <typename T>
-static inline void set_smem_attr(int dev) {
-    kv::set_max_dynamic_smem_once<gemm2_pingpong_kernel<T>>(dev, SMEM_ALLOC);
+inline int grid_size(const Params& p, int sms, int dev) {
+    if (p.cluster == 2) return 2 * std::min(p.units, pair_clusters<T>(dev));
+    return std::min(p.tiles, sms);
 }
 
-// Launch on `grid` CTAs as a programmatic dependent of the previous kernel (the GEMM1 launch). The maps are
-// mla::make_maps<T, BM1, 128>'s: latent boxes 64 k x 128 rows, w_up boxes 64 x 64, out boxes 64 x 64.
+// Launch on `grid` CTAs (clusters of p.cluster) as a programmatic dependent of the previous kernel (the GEMM1
+// launch). The maps are mla::make_maps<T, BM1, 128>'s: latent boxes 64 k x 128 rows, w_up boxes 64 x 64, out boxes
+// 64 x 64.
 template <typename T>
 inline void launch(const mla::Maps& m, const Params& p, int grid, cudaStream_t stream) {
     hop::LaunchShape shape;
     shape.grid = dim3(unsigned(grid));
     shape.block = dim3(THREADS);
     shape.smem_bytes = SMEM_ALLOC;
+    shape.cluster = dim3(unsigned(p.cluster));
     shape.programmatic = true;
     hop::launch_ex(gemm2_pingpong_kernel<T>, shape, stream, m.latent, m.wk, m.wv, m.out, p);
 }

@@ -302,9 +302,9 @@ void launch_two_stage_tc(const torch::Tensor& hidden, const torch::Tensor& w_dow
     mla::launch<T, BM1, BN1>(maps, p1, p.cl_red ? p.units1 : std::min(p.units1, sms), false, stream,
                              p.cl_red ? cluster : 1);
     if constexpr (PINGPONG && BM == 128) {
-        const mla_pp::Params q = mla_pp::make_params(M, R, N);
+        const mla_pp::Params q = mla_pp::make_params<T>(M, R, N, dev);
         mla_pp::set_smem_attr<T>(dev);
-        mla_pp::launch<T>(maps, q, std::min(q.tiles, sms), stream);
+        mla_pp::launch<T>(maps, q, mla_pp::grid_size<T>(q, sms, dev), stream);
     } else {
         mla::set_smem_attr<T, BM>(dev);
         mla::Params p2 = q2;

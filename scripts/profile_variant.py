@@ -2,8 +2,9 @@
     ncu --clock-control none --profile-from-start off --metrics gpu__time_duration.sum \
         python3 scripts/profile_variant.py fused_tiled seed float32
 Only the calls after a first, unprofiled one fall inside the profiler's range (cudaProfilerStart / Stop).
-The shape is a preset, a preset at a token count (deepseek-v3:64) or an explicit shape; an optional fourth
-argument is the number of calls (default 5).
+The variant is a name in kernels/ or the path of a .cu file (a copy with other -D defines written into it). The
+shape is a preset, a preset at a token count (deepseek-v3:64) or an explicit shape; an optional fourth argument is
+the number of calls (default 5).
 """
 import sys
 from pathlib import Path
@@ -17,8 +18,9 @@ from harness.shapes import parse_one  # noqa: E402
 
 
 def main(name: str, shape_spec: str, dtype: str, calls: str = "5") -> None:
-    spec = discover.load_variant(Path(__file__).resolve().parent.parent / "kernels" / f"{name}.cu")
-    built = build.build_all([runner.variant_extension(spec)])[name]
+    path = Path(name) if name.endswith(".cu") else Path(__file__).resolve().parent.parent / "kernels" / f"{name}.cu"
+    spec = discover.load_variant(path)
+    built = build.build_all([runner.variant_extension(spec)])[spec.name]
     if not built.ok:
         sys.exit(built.message)
     module = baselines.import_extension(built.so_path, built.module_name)
