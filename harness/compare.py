@@ -222,23 +222,22 @@ def _noisy(row: ResultRow | None, metric: str) -> bool:
     return bool(timing and timing.noisy)
 
 
-def _noisy_sides(key: tuple, metric: str, base_index: Index, cur_index: Index) -> list[str]:
-    sides = []
-    for label, index in (("baseline", base_index), ("current", cur_index)):
-        if _noisy(index[key], metric):
-            sides.append(label)
-        if _noisy(_eager_row(index, key), metric):
-            sides.append(f"{label} eager")
-    return sides
-
-
-def _power_capped_sides(key: tuple, base_index: Index, cur_index: Index) -> list[str]:
+def _flagged_sides(key: tuple, base_index: Index, cur_index: Index, flagged) -> list[str]:
+    """Which of the row and its eager row, in the baseline and the current file, `flagged(row)` holds for."""
     sides = []
     for label, index in (("baseline", base_index), ("current", cur_index)):
         for name, row in ((label, index[key]), (f"{label} eager", _eager_row(index, key))):
-            if row is not None and POWER_FLAG in row.flags:
+            if row is not None and flagged(row):
                 sides.append(name)
     return sides
+
+
+def _noisy_sides(key: tuple, metric: str, base_index: Index, cur_index: Index) -> list[str]:
+    return _flagged_sides(key, base_index, cur_index, lambda row: _noisy(row, metric))
+
+
+def _power_capped_sides(key: tuple, base_index: Index, cur_index: Index) -> list[str]:
+    return _flagged_sides(key, base_index, cur_index, lambda row: POWER_FLAG in row.flags)
 
 
 def _status_note(row: ResultRow) -> str:

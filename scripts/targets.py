@@ -60,7 +60,8 @@ def clock_note(row):
     if c.get("power_w_median") is not None:
         note += f" at {c['power_w_median']:.0f} W"
     if c.get("power_capped_share") is not None:
-        note += f", power-capped in {100 * c['power_capped_share']:.0f} % of readings"
+        # NVML names the cap even one clock step under the maximum: the share says how often, not how hard
+        note += f", power cap named in {100 * c['power_capped_share']:.0f} % of readings"
     return note
 
 

@@ -148,7 +148,7 @@ def test_the_best_rows_clock_and_power_are_named(tmp_path, targets):
                         "power_w_median": 698.4, "power_limit_w": 700.0, "power_capped_share": 0.93}
     line = targets.floor_target(targets.load([write(tmp_path, "a.json", [*baselines(), capped])]), 1,
                                 "deepseek-v3", 4096, 1.15)
-    assert "cutlass_2gemm 266.0 us, clock 1530 MHz at 698 W, power-capped in 93 % of readings = 1.33x" in line
+    assert "cutlass_2gemm 266.0 us, clock 1530 MHz at 698 W, power cap named in 93 % of readings = 1.33x" in line
     old = row("cutlass_2gemm", 266.0)  # a file from before the power readings: the clock alone
     old["clocks"] = {"sm_mhz_median": 1530.0, "sm_mhz_min": 1425, "sm_mhz_max_supported": 1980}
     line = targets.floor_target(targets.load([write(tmp_path, "b.json", [*baselines(), old])]), 1,
