@@ -37,7 +37,7 @@ pack
 sed 's|^#include "two_stage.cuh"|#define MLA_PP_STAGES 6\n#define MLA_PP_CLUSTER 2\n#include "two_stage.cuh"|' \
   kernels/two_stage_pp.cu > "$P/two_stage_pp_s6c2.cu"
 for v in two_stage_pp cutlass_2gemm "$P/two_stage_pp_s6c2.cu"; do
-  [ $(( $(date +%s) - t0 )) -gt 480 ] && { stamp "no time for ncu of $v"; break; }
+  [ $(( $(date +%s) - t0 )) -gt 400 ] && { stamp "no time for ncu of $v"; break; }
   n="$w/ncu-$(basename "$v" .cu)-v3-4096"
   PYTHONPATH=. nb $py scripts/profile_variant.py "$v" seed bfloat16 1 > /dev/null 2>&1  # the build, no GPU
   timeout 100 ncu --clock-control none --cache-control none --profile-from-start off --set full \
