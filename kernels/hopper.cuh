@@ -336,13 +336,14 @@ __device__ __forceinline__ void cluster_wait() {
     asm volatile("barrier.cluster.wait.acquire;\n" ::: "memory");
 #endif
 }
-// One arrival on the barrier at `bar`'s offset in the smem of CTA `rank` of the cluster (release at cluster scope:
-// this thread's earlier reads of shared memory are done before the other CTA sees the arrival).
+// One arrival on the barrier at `bar`'s offset in the smem of CTA `rank` of the cluster. Release at CTA scope (the
+// default): a consumer that frees a stage has retired its wgmmas on it already, and .release.cluster costs a
+// cluster-wide memory barrier on every arrival (ncu: the arriving warp stalled on it, delaying its next wgmmas).
 __device__ __forceinline__ void mbar_arrive_cluster(uint64_t* bar, uint32_t rank) {
 #if KV_SM90A
     uint32_t a;
     asm volatile("mapa.shared::cluster.u32 %0, %1, %2;\n" : "=r"(a) : "r"(smem_u32(bar)), "r"(rank));
-    asm volatile("mbarrier.arrive.release.cluster.shared::cluster.b64 _, [%0];\n" ::"r"(a) : "memory");
+    asm volatile("mbarrier.arrive.shared::cluster.b64 _, [%0];\n" ::"r"(a) : "memory");
 #endif
 }
 // This CTA's rank in its cluster.

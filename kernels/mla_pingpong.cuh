@@ -112,10 +112,12 @@ __device__ __forceinline__ void load_b(unsigned char* bs, const CUtensorMap* tb,
         else if (b % 2 == rank) hop::tma_load_2d_multicast(bs + b * B_BOX_BYTES, tb, bx + 64 * b, k0, full, 0x3);
     }
 }
-// A consumer frees a stage: in a pair, in both CTAs (the peer's producer multicasts into this CTA's stage too).
-__device__ __forceinline__ void release(uint64_t* empty, bool pair, int rank) {
-    hop::mbar_arrive(empty);
-    if (pair) hop::mbar_arrive_cluster(empty, uint32_t(rank ^ 1));
+// A consumer frees a stage (every thread calls it after the stage's wgmmas retired): thread 0 arrives here and, in a
+// pair, thread 32 (another warp, so neither waits for the other) at the peer, whose producer multicasts into this
+// CTA's stage too.
+__device__ __forceinline__ void release(uint64_t* empty, bool pair, int rank, int t) {
+    if (t == 0) hop::mbar_arrive(empty);
+    if (pair && t == 32) hop::mbar_arrive_cluster(empty, uint32_t(rank ^ 1));
 }
 
 template <typename T>
@@ -230,13 +232,13 @@ gemm2_pingpong_kernel(const __grid_constant__ CUtensorMap tm_latent, const __gri
                 hop::wgmma_wait<1>();
                 hop::fence_acc(acc[0]);
                 hop::fence_acc(acc[1]);
-                if (prev >= 0 && t == 0) release(&empty[prev], pair, rank);
+                if (prev >= 0) release(&empty[prev], pair, rank, t);
                 prev = s;
             }
             hop::wgmma_wait<0>();
             hop::fence_acc(acc[0]);
             hop::fence_acc(acc[1]);
-            if (t == 0) release(&empty[prev], pair, rank);  // ks >= 1: prev is the tile's last stage
+            release(&empty[prev], pair, rank, t);  // ks >= 1: prev is the tile's last stage
 
             // ---- epilogue: staging (64 x 64 boxes, 128-byte swizzle) -> TMA store; one pass (4 boxes: rows 64h..,
             // columns 64c.. at box 2h + c) or, with half-tile staging, one pass per row half h (boxes c = 0, 1)
