@@ -11,18 +11,24 @@
  * Tile 128 x 128 per consumer warpgroup (K = rank in k-steps of 64), two wgmma m64n128k16 per k16 (rows 0-63 and
  *   64-127 of the tile, one B operand): 2 x 64 = 128 fp32 accumulators per thread, the same register budget as a
  *   64 x 256 tile (232 registers after setmaxnreg), but per tile 128 KB of latent + 128 KB of w_up from L2 instead
- *   of 64 KB + 256 KB (64 instead of 52 FLOP per byte) and a smaller ring stage (32 KB instead of 40 KB): 5 stages.
- * Shared memory: 5 stages x (A: one TMA box 64 k x 128 rows, 16 KB, K-major + B: two boxes 64 n x 64 k, 16 KB,
- *   N-major), 128-byte swizzle, = 160 KB; epilogue staging 2 x 32 KB (one per consumer, four 64 x 64 boxes);
- *   barriers. 224 KB + 80 B (+ 1 KB alignment slack) <= the 227 KB opt-in.
+ *   of 64 KB + 256 KB (64 instead of 52 FLOP per byte) and a smaller ring stage (32 KB instead of 40 KB).
+ * Shared memory (MLA_PP_STAGES, default 6): 6 stages x (A: one TMA box 64 k x 128 rows, 16 KB, K-major + B: two
+ *   boxes 64 n x 64 k, 16 KB, N-major), 128-byte swizzle, = 192 KB; epilogue staging 2 x 16 KB (one per consumer:
+ *   one 64-row half of its tile, two 64 x 64 boxes); barriers. 224 KB + 96 B (+ 1 KB alignment slack) <= the
+ *   227 KB opt-in. MLA_PP_STAGES=5 stages the whole tile instead (2 x 32 KB) beside 5 stages (NOTES 2026-12-07:
+ *   6 measured 1.8 us faster at DeepSeek-V3 512, within noise elsewhere).
  * Threads: 384. Warpgroup 0 = producer (setmaxnreg 40, one thread issues every TMA); warpgroups 1, 2 = consumers
  *   (setmaxnreg 232).
  * Tiles: (row tile mt of 128, output column tile nt of 128) numbered M-major in groups of group_mt row tiles (as
  *   mla_tc's GEMM2 units); CTA c takes tiles c, c + grid, c + 2 grid, ...: its local tiles j = 0, 1, 2, ...
  *   Local tile j belongs to consumer j % 2. The producer loads local tiles in order j = 0, 1, ..., k-steps in
- *   order, into one ring: ring position it = j * ksteps + k, stage it % 5, phase (it / 5) & 1. Every position is
- *   consumed by exactly one warpgroup: full barriers count 1 arrival (the producer's expect_tx) plus the bytes,
- *   empty barriers 1 arrival (the consuming warpgroup's thread 0, once its wgmmas on the stage have retired).
+ *   order, into one ring: ring position it = j * ksteps + k, stage it % STAGES, phase (it / STAGES) & 1. Every
+ *   position is consumed by exactly one warpgroup: full barriers count 1 arrival (the producer's expect_tx) plus the
+ *   bytes, empty barriers 1 arrival (the consuming warpgroup's thread 0, once its wgmmas on the stage have retired).
+ * Pairs (MLA_PP_CLUSTER=2, off by default: measured 44-52 % slower with a cluster-scope release, NOTES 2026-12-07):
+ *   clusters of 2 CTAs on row tiles (2u, 2u + 1) of one column tile when the row tiles pair up; each CTA loads one
+ *   of a stage's two w_up boxes and multicasts it to both; empty barriers count both CTAs' consumers (the peer's
+ *   arrival is remote); a cluster barrier after set-up and before exit.
  * Turns (named barriers ORDER + 0 / ORDER + 1, 256 threads: one warpgroup arrives, the other syncs): consumer w
  *   starts the main loop of local tile j > 0 only after the other consumer has ISSUED the whole main loop of tile
  *   j - 1 (it arrives right after its last commit, before waiting for its wgmmas: the next tile's MMAs queue
@@ -31,14 +37,15 @@
  *   This order is also what makes the phase parity of a full-barrier wait unambiguous: when consumer w waits for
  *   position it of tile j, every position < j * ksteps has been waited for already (tile j - 1 by the other
  *   consumer, earlier tiles before it), and positions of tile j before it by w itself, so the stage's previous
- *   phase (position it - 5) is complete; and the producer cannot complete the next one (position it + 5) before
+ *   phase (position it - STAGES) is complete; and the producer cannot complete the next one (it + STAGES) before
  *   w releases position it. Without the order a consumer could test a stage two phases early and pass on parity.
- * Epilogue (per consumer, under the other's main loop): fragments -> bf16/fp16 -> the consumer's staging (box
- *   (h, c) = rows 64h.., columns 64c.. of the tile, 128-byte swizzle, conflict-free 4-byte stores) ->
- *   fence.proxy.async -> TMA stores into out viewed as (M, 2N) (boxes wholly below row M are skipped; TMA clips
- *   the rest). The staging is rewritten only after that consumer's previous stores have read it.
+ * Epilogue (per consumer, under the other's main loop), per 64-row half h of the tile (6 stages) or once for the
+ *   whole tile (5): fragments -> bf16/fp16 -> the consumer's staging (box c = columns 64c.., 128-byte swizzle,
+ *   conflict-free 4-byte stores) -> fence.proxy.async -> TMA stores into out viewed as (M, 2N) (boxes wholly below
+ *   row M are skipped; TMA clips the rest). The staging is rewritten only after that consumer's previous stores
+ *   have read it.
  * PDL: launched as the programmatic dependent of the GEMM1 launch; before griddepcontrol.wait the producer
- *   already loads the w_up (B) boxes of the first min(5, ksteps) stages (each stage's barrier announces A + B
+ *   already loads the w_up (B) boxes of the first min(STAGES, ksteps) stages (each stage's barrier announces A + B
  *   bytes; the latent box follows after the wait).
  */
 
@@ -47,7 +54,7 @@ namespace mla_pp {
 constexpr int TM = 128, TN = 128, BK = 64;  // tile rows, tile columns, k-step
 constexpr int THREADS = 384;
 #ifndef MLA_PP_STAGES
-#define MLA_PP_STAGES 5
+#define MLA_PP_STAGES 6
 #endif
 #ifndef MLA_PP_CLUSTER
 #define MLA_PP_CLUSTER 1

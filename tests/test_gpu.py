@@ -37,7 +37,7 @@ TC_SHAPES = [preset("deepseek-v3", t) for t in (64, 512, 4096)] + [preset("minic
         "b=3,s=50,d=1000,rank=96,heads=2,head_dim=128",    # M = 150: two row tiles, the second partial
         "b=1,s=200,d=264,rank=40,heads=4,head_dim=64",     # k tails in both products, latent tile mostly empty
         "b=2,s=33,d=512,rank=64,heads=6,head_dim=128",     # N = 768 (k|v boundary inside the list of tiles)
-        # two_stage_pp's ping-pong GEMM2 (M > 128, 128 x 128 tiles, 5-stage ring shared by two consumers):
+        # two_stage_pp's ping-pong GEMM2 (M > 128, 128 x 128 tiles, 6-stage ring shared by two consumers):
         "b=2,s=2000,d=64,rank=16,heads=16,head_dim=128",   # one k-step per tile (ring wraps over ~8 tiles per CTA);
                                                            # last row tile 32 rows: its lower 64-row boxes skipped
         "b=1,s=1380,d=200,rank=136,heads=16,head_dim=128",  # 3 k-steps with a tail, 2-3 tiles per CTA (odd and
