@@ -15,12 +15,13 @@
  * Shared memory (MLA_PP_STAGES, default 6): 6 stages x (A: one TMA box 64 k x 128 rows, 16 KB, K-major + B: two
  *   boxes 64 n x 64 k, 16 KB, N-major), 128-byte swizzle, = 192 KB; epilogue staging 2 x 16 KB (one per consumer:
  *   one 64-row half of its tile, two 64 x 64 boxes); barriers. 224 KB + 96 B (+ 1 KB alignment slack) <= the
- *   227 KB opt-in. MLA_PP_STAGES=5 stages the whole tile instead (2 x 32 KB) beside 5 stages (NOTES 2026-12-07:
- *   6 measured 1.8 us faster at DeepSeek-V3 512, within noise elsewhere).
+ *   227 KB opt-in. MLA_PP_STAGES=5 stages the whole tile instead (2 x 32 KB) beside 5 stages (NOTES 2026-12-07, an
+ *   H100: 6 measured 1.8 us faster at DeepSeek-V3 512, within noise elsewhere).
  * Threads: 384. Warpgroup 0 = producer (setmaxnreg 40, one thread issues every TMA); warpgroups 1, 2 = consumers
  *   (setmaxnreg 232).
- * Tiles: (row tile mt of 128, output column tile nt of 128) numbered M-major in groups of group_mt row tiles (as
- *   mla_tc's GEMM2 units); CTA c takes tiles c, c + grid, c + 2 grid, ...: its local tiles j = 0, 1, 2, ...
+ * Tiles: (row tile mt of 128, output column tile nt of 128) numbered M-major in groups of group_mu row units (a unit
+ *   is one row tile, or a pair's two; as mla_tc's GEMM2 units); CTA c takes units c, c + grid, c + 2 grid, ...: its
+ *   local tiles j = 0, 1, 2, ...
  *   Local tile j belongs to consumer j % 2. The producer loads local tiles in order j = 0, 1, ..., k-steps in
  *   order, into one ring: ring position it = j * ksteps + k, stage it % STAGES, phase (it / STAGES) & 1. Every
  *   position is consumed by exactly one warpgroup: full barriers count 1 arrival (the producer's expect_tx) plus the
