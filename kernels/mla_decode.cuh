@@ -210,7 +210,7 @@ mla_decode_kernel(const __grid_constant__ CUtensorMap tm_hidden, const __grid_co
     uint64_t* lat_full = g1_done + 3;  // the latent's boxes landed
 
     const int tid = threadIdx.x;
-    const int wg = tid / 128;
+    const int wg = hop::warpgroup_index();
     const int cl = int(blockIdx.x) / CLUSTER;           // 1-D grid, clusters of 8 consecutive CTAs
     const int krank = int(hop::cluster_ctarank());
     const bool g1 = (!MLA_DEC_SPARE_SMS || p.vbase == 0) && cl < p.halves * p.tiles1;  // uniform over the cluster

@@ -140,7 +140,7 @@ gemm2_pingpong_kernel(const __grid_constant__ CUtensorMap tm_latent, const __gri
     uint64_t* empty = full + STAGES;
 
     const int tid = threadIdx.x;
-    const int wg = tid / 128;
+    const int wg = hop::warpgroup_index();
     const bool pair = p.cluster == 2;
     const int rank = pair ? int(hop::cluster_ctarank()) : 0;
     const int cta = int(blockIdx.x) / p.cluster, grid = int(gridDim.x) / p.cluster;  // this CTA's cluster, clusters

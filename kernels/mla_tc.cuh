@@ -280,7 +280,7 @@ mla_tc_kernel(const __grid_constant__ CUtensorMap tm_hidden, const __grid_consta
     uint64_t* empty = full + STAGES;
 
     const int tid = threadIdx.x;
-    const int wg = tid / 128;
+    const int wg = hop::warpgroup_index();
 
     if (tid == 0) {
         MLA_MARK(EV_ENTRY);

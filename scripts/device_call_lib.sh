@@ -14,7 +14,7 @@
 # and fp16, into check.{json,log}; prints the rows' status counts).
 set -uo pipefail
 export CUDA_HOME=/usr/local/cuda PATH=/usr/local/cuda/bin:$PATH TORCH_CUDA_ARCH_LIST=9.0a PYTHONUNBUFFERED=1
-export KVBENCH_CUTLASS_DIR=third_party/cutlass
+export KVBENCH_CUTLASS_DIR=${KVBENCH_CUTLASS_DIR:-third_party/cutlass}
 call_name=${1:?call name}
 o=${OUT:-/tmp/out}; w=/tmp/$call_name; mkdir -p "$o" "$w"
 pack() { tar -czf "$o/$call_name.tgz" -C "$w" .; }
