@@ -19,7 +19,7 @@ PY
 rm -rf "$dest"; mkdir -p "$dest/include" "$dest/tools/util/include"
 for cu in $(grep -l '^// includes:.*cutlass' kernels/*.cu); do
   "$CUDA_HOME/bin/nvcc" -M -std=c++20 -arch=sm_90a -I"$src/include" -I"$src/tools/util/include" -Ikernels $flags \
-    -DTORCH_EXTENSION_NAME=subset "$cu"
+    $(sed -n 's|^// nvcc-flags:||p' "$cu") -DTORCH_EXTENSION_NAME=subset "$cu"  # the variant's own flags too
 done | tr ' \\' '\n\n' | grep "^$src/" | { cat; echo "$src/include/cutlass/version.h"; } | sort -u | while read -r f; do
   mkdir -p "$dest/$(dirname "${f#"$src"/}")"; cp "$f" "$dest/${f#"$src"/}"
 done
