@@ -26,10 +26,11 @@
  *   order, into one ring: ring position it = j * ksteps + k, stage it % STAGES, phase (it / STAGES) & 1. Every
  *   position is consumed by exactly one warpgroup: full barriers count 1 arrival (the producer's expect_tx) plus the
  *   bytes, empty barriers 1 arrival (the consuming warpgroup's thread 0, once its wgmmas on the stage have retired).
- * Pairs (MLA_PP_CLUSTER=2, off by default: measured 44-52 % slower with a cluster-scope release, NOTES 2026-12-07):
- *   clusters of 2 CTAs on row tiles (2u, 2u + 1) of one column tile when the row tiles pair up; each CTA loads one
- *   of a stage's two w_up boxes and multicasts it to both; empty barriers count both CTAs' consumers (the peer's
- *   arrival is remote); a cluster barrier after set-up and before exit.
+ * Pairs (MLA_PP_CLUSTER=2, the default; 1 never pairs): clusters of 2 CTAs on row tiles (2u, 2u + 1) of one column
+ *   tile when the row tiles pair up and w_up is large (make_params); each CTA loads one of a stage's two w_up boxes
+ *   and multicasts it to both; empty barriers count both CTAs' consumers (the peer's arrival is remote, at CTA
+ *   scope: a cluster-scope release compiled to a GPU-wide membar and cost 44-52 %); a cluster barrier after set-up
+ *   and before exit.
  * Turns (named barriers ORDER + 0 / ORDER + 1, 256 threads: one warpgroup arrives, the other syncs): consumer w
  *   starts the main loop of local tile j > 0 only after the other consumer has ISSUED the whole main loop of tile
  *   j - 1 (it arrives right after its last commit, before waiting for its wgmmas: the next tile's MMAs queue
@@ -58,7 +59,7 @@ constexpr int THREADS = 384;
 #define MLA_PP_STAGES 6
 #endif
 #ifndef MLA_PP_CLUSTER
-#define MLA_PP_CLUSTER 1
+#define MLA_PP_CLUSTER 2
 #endif
 constexpr int STAGES = MLA_PP_STAGES;
 // 2: CTAs in pairs on row tiles (2u, 2u + 1) of one column tile, each w_up box loaded once and multicast to both.
@@ -307,7 +308,13 @@ static inline int pair_clusters(int dev) {
     return n[dev] - 1;
 }
 
-// CLUSTER 2 pairs the CTAs when the row tiles pair up (n_mt even) and the device holds clusters of 2.
+// Pairs pay where w_up streams through the L2 and cost where it stays there (NOTES 2026-12-07 thirteenth, an H100:
+// DeepSeek-V3's 33.5 MB, 6 % fewer GEMM2 cycles and 1-4 % faster; V2-Lite's 4.2 MB, 4-5 % slower). The bar sits at
+// half the H100's / H200's 50 MB L2; kimi-k2's 16.8 MB, between the measured two, gets no pairs.
+constexpr double PAIR_MIN_WUP_BYTES = 25e6;
+
+// CLUSTER 2 pairs the CTAs when the row tiles pair up (n_mt even), w_up (R x 2N) is at least PAIR_MIN_WUP_BYTES and
+// the device holds clusters of 2.
 template <typename T>
 inline Params make_params(int M, int R, int N, int dev) {
     Params p{};
@@ -317,7 +324,8 @@ inline Params make_params(int M, int R, int N, int dev) {
     p.nt_v = N / TN;
     p.ksteps = kv::cdiv(R, BK);
     p.tiles = p.n_mt * p.n_nt;
-    p.cluster = CLUSTER == 2 && p.n_mt % 2 == 0 && pair_clusters<T>(dev) > 0 ? 2 : 1;
+    const bool big_wup = double(R) * 2 * N * sizeof(T) >= PAIR_MIN_WUP_BYTES;
+    p.cluster = CLUSTER == 2 && p.n_mt % 2 == 0 && big_wup && pair_clusters<T>(dev) > 0 ? 2 : 1;
     p.n_mu = p.n_mt / p.cluster;
     p.units = p.n_mu * p.n_nt;
     p.group_mu = p.n_mu;

@@ -86,7 +86,7 @@ check_m128() {
   local S="b=1,s=512,d=7168,rank=512,heads=128,head_dim=128 b=3,s=50,d=1000,rank=96,heads=2,head_dim=128"
   S="$S b=1,s=200,d=264,rank=40,heads=4,head_dim=64 b=2,s=33,d=512,rank=64,heads=6,head_dim=128"
   S="$S b=2,s=2000,d=64,rank=16,heads=16,head_dim=128 b=1,s=1380,d=200,rank=136,heads=16,head_dim=128"
-  S="$S b=7,s=129,d=520,rank=72,heads=6,head_dim=40"
+  S="$S b=7,s=129,d=520,rank=72,heads=6,head_dim=40 b=1,s=200,d=64,rank=512,heads=128,head_dim=128"
   local args=() s
   for s in $S; do args+=(--shape "$s"); done
   timeout -s INT 60 $py run_bench.py --variant "$1" "${args[@]}" --dtype bfloat16,float16 --baselines eager \

@@ -45,6 +45,8 @@ TC_SHAPES = [preset("deepseek-v3", t) for t in (64, 512, 4096)] + [preset("minic
         # 1252 GEMM2 tiles (313 row tiles x 4 column tiles) on at most 132 CTAs: 9-10 tiles a CTA, so each
         # consumer's turns and its epilogue staging wrap many times (3 k-steps with a tail)
         "b=2,s=20000,d=64,rank=136,heads=2,head_dim=128",
+        # its CTA pairs (w_up >= 25 MB: 512 x 32768 here): one pair on two row tiles, the second 72 rows
+        "b=1,s=200,d=64,rank=512,heads=128,head_dim=128",
         # fused_tiled's one-launch decode path (mla_decode.cuh, M <= 64): N = 384 (128-column units, k | v inside
         # the unit list; the engine declines N % 256); M = 64 with 17 k-steps in 8 ranks of 3 (the last two empty),
         # a 200-wide latent (4 GEMM1 clusters, the last 8 columns wide) and 10 units on 32 CTAs
