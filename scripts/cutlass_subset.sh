@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Copy of the CUTLASS headers that the variants declaring `// includes: cutlass` actually include (nvcc -M's closure,
-# about 12 of 28 MB), for device calls: the working tree and the carried paths must fit in 64 MiB together.
+# about 13 of 28 MB), for device calls: the working tree and the carried paths must fit in 64 MiB together.
 #   scripts/cutlass_subset.sh [SRC=third_party/cutlass] [DEST=third_party/cutlass-subset]
 # Then carry DEST and run the call with KVBENCH_CUTLASS_DIR=DEST. A variant that includes a header outside the
 # closure fails its build on the device with nvcc's "No such file", never silently.
