@@ -108,6 +108,16 @@ inline int max_active_clusters(void (*kernel)(KernelParams...), int cluster, int
     return n;
 }
 
+// max_active_clusters of `Kernel` asked of the driver once per device and cluster size (2..16; 0 outside them), so
+// a launch path may ask on every call. The caller has set the kernel's attributes before its first call.
+template <auto Kernel>
+inline int max_active_clusters_once(int dev, int cluster, int threads, int smem_bytes) {
+    static int n[64][17] = {};  // 0 = not asked yet, else clusters + 1
+    if (cluster < 2 || cluster > 16 || dev < 0 || dev >= 64) return 0;
+    if (n[dev][cluster] == 0) n[dev][cluster] = 1 + max_active_clusters(Kernel, cluster, threads, smem_bytes);
+    return n[dev][cluster] - 1;
+}
+
 // One cudaLaunchKernelEx with the attributes `shape` asks for; the arguments are converted to the kernel's
 // parameter types as in a <<<>>> launch.
 template <typename... KernelParams, typename... Args>

@@ -299,13 +299,8 @@ static inline void set_smem_attr(int dev) {
 // Clusters of 2 the device holds at once (0: none), asked of the driver once per device.
 template <typename T>
 static inline int pair_clusters(int dev) {
-    static int n[64] = {};  // 0 = not asked yet, else clusters + 1
-    if (dev < 0 || dev >= 64) return 0;
-    if (n[dev] == 0) {
-        set_smem_attr<T>(dev);
-        n[dev] = 1 + hop::max_active_clusters(gemm2_pingpong_kernel<T>, 2, THREADS, SMEM_ALLOC);
-    }
-    return n[dev] - 1;
+    set_smem_attr<T>(dev);
+    return hop::max_active_clusters_once<gemm2_pingpong_kernel<T>>(dev, 2, THREADS, SMEM_ALLOC);
 }
 
 // Pairs pay where w_up streams through the L2 and cost where it stays there (NOTES 2026-12-07 thirteenth, an H100:

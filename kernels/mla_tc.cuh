@@ -648,14 +648,10 @@ static inline void set_smem_attr(int dev) {
 // resident cluster (its clusters never wait on each other).
 template <typename T, int BM, int BN_ = BN>
 static inline bool cluster_fits(int dev, int cl) {
-    static signed char fits[64][17] = {};  // 0 = not asked yet, 1 = yes, -1 = no
     if (cl < 2 || cl > 16 || dev < 0 || dev >= 64) return false;
-    if (fits[dev][cl] != 0) return fits[dev][cl] > 0;
     set_smem_attr<T, BM, BN_>(dev);
     if (cl > 8) kv::set_func_attr_once<mla_tc_kernel<T, BM, BN_>, cudaFuncAttributeNonPortableClusterSizeAllowed>(dev, 1);
-    const int n = hop::max_active_clusters(mla_tc_kernel<T, BM, BN_>, cl, THREADS, Cfg<BM, BN_>::SMEM_ALLOC);
-    fits[dev][cl] = n >= 1 ? 1 : -1;
-    return fits[dev][cl] > 0;
+    return hop::max_active_clusters_once<mla_tc_kernel<T, BM, BN_>>(dev, cl, THREADS, Cfg<BM, BN_>::SMEM_ALLOC) >= 1;
 }
 
 // Launch units [first, last) on `grid` CTAs, in clusters of `cluster` (p.cl_red: = p.splits, grid = p.units1);
