@@ -13,6 +13,7 @@ import shlex
 import shutil
 import subprocess
 import sys
+import sysconfig
 import time
 from pathlib import Path
 
@@ -33,6 +34,7 @@ BASE_NVCC_FLAGS = ("-O3", "-lineinfo", "-Xptxas", "-v")  # -v: ptxas's resource 
 NVCC_WRAPPER = Path(__file__).resolve().parent / "cuda" / "nvcc_log.sh"
 TEMPLATE_VERSION = "1"  # bump when the declaration, binding or base flags change
 DEFAULT_CACHE = Path(__file__).resolve().parent.parent / "build" / "extensions"
+CXX_STD = "c++20"  # load_inline's own choice under torch 2.14, which CI installs; for nvcc runs outside it
 
 
 @dataclasses.dataclass(frozen=True)
@@ -158,6 +160,21 @@ def resolve_ldflags(flags: tuple[str, ...], lib_dirs: list[Path]) -> list[str]:
 def resolve_libraries(src: ExtensionSource) -> tuple[header_libs.HeaderLibrary, ...]:
     """The header libraries the source asks for, as found on this machine (HeaderLibraryMissing if not)."""
     return tuple(header_libs.resolve(name) for name in src.header_libraries)
+
+
+def standalone_nvcc_flags(src: ExtensionSource) -> list[str]:
+    """The flags this harness's build gives `src` beyond the architecture, for an nvcc run outside load_inline (a
+    ptxas report, `nvcc -M`): its include folders (the variant's own, its header libraries', the CUDA wheels',
+    torch's, Python's), torch's common CUDA defines, the C++ standard, BASE_NVCC_FLAGS and the variant's own flags.
+    Raises HeaderLibraryMissing as a build would."""
+    from torch.utils import cpp_extension
+
+    library_dirs = [d for lib in resolve_libraries(src) for d in lib.include_dirs]
+    includes, _ = wheel_cuda_dirs()
+    system = [*cpp_extension.include_paths(), sysconfig.get_paths()["include"]]
+    return [*(f"-I{d}" for d in (*src.include_dirs, *library_dirs, *(str(p) for p in includes))),
+            *(f for d in system for f in ("-isystem", d)), *cpp_extension.COMMON_NVCC_FLAGS, f"-std={CXX_STD}",
+            *BASE_NVCC_FLAGS, *src.nvcc_flags]
 
 
 def build_key(src: ExtensionSource, archs: tuple[str, ...],

@@ -6,20 +6,15 @@
 # closure fails its build on the device with nvcc's "No such file", never silently.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-src=${1:-third_party/cutlass} dest=${2:-third_party/cutlass-subset}
+src=$(realpath "${1:-third_party/cutlass}") dest=${2:-third_party/cutlass-subset}  # nvcc -M names absolute paths
 py=${PYTHON:-.venv/bin/python}
 export CUDA_HOME=${CUDA_HOME:-/usr/local/cuda}
-flags=$($py - <<'PY' 2>/dev/null
-import site, sysconfig
-import torch.utils.cpp_extension as ext
-dirs = ext.include_paths() + [sysconfig.get_paths()["include"], site.getsitepackages()[0] + "/nvidia/cu13/include"]
-print(" ".join("-I" + d for d in dirs))
-PY
-)
 rm -rf "$dest"; mkdir -p "$dest/include" "$dest/tools/util/include"
 for cu in $(grep -l '^// includes:.*cutlass' kernels/*.cu); do
-  "$CUDA_HOME/bin/nvcc" -M -std=c++20 -arch=sm_90a -I"$src/include" -I"$src/tools/util/include" -Ikernels $flags \
-    $(sed -n 's|^// nvcc-flags:||p' "$cu") -DTORCH_EXTENSION_NAME=subset "$cu"  # the variant's own flags too
+  # the harness's flags for this variant (its own included), CUTLASS resolved to $src
+  flags=$(KVBENCH_CUTLASS_DIR=$src $py scripts/nvcc_flags.py "$cu")
+  # shellcheck disable=SC2086
+  "$CUDA_HOME/bin/nvcc" -M -arch=sm_90a $flags -DTORCH_EXTENSION_NAME=subset "$cu"
 done | tr ' \\' '\n\n' | grep "^$src/" | { cat; echo "$src/include/cutlass/version.h"; } | sort -u | while read -r f; do
   mkdir -p "$dest/$(dirname "${f#"$src"/}")"; cp "$f" "$dest/${f#"$src"/}"
 done

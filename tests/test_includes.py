@@ -159,3 +159,35 @@ def test_list_finds_the_build_of_a_variant_with_header_libraries(tmp_path, monke
     monkeypatch.setenv(includes.CUTLASS_ENV, str(tmp_path / "nowhere"))
     (entry,) = catalog.catalog(kernels, tmp_path / "cache")
     assert entry.build == "no headers"
+
+
+def test_standalone_nvcc_flags_carry_everything_the_build_gives_nvcc(tmp_path, monkeypatch):
+    """scripts/nvcc_flags.py (ptxas reports, the CUTLASS subset) compiles outside load_inline: its flags hold each
+    include folder and nvcc flag the build hands load_inline, the variant's own flags and CUTLASS's folders."""
+    kernels = tmp_path / "kernels"
+    kernels.mkdir()
+    (kernels / "v.cu").write_text("// summary: s\n// dtypes: bfloat16\n// nvcc-flags: -DFOO=3\n"
+                                  "// includes: cutlass\n\n")
+    monkeypatch.setenv(includes.CUTLASS_ENV, str(cutlass_tree(tmp_path / "cutlass")))
+    src = runner.variant_extension(discover.load_variant(kernels / "v.cu"))
+    seen = {}
+
+    def load_inline(**kwargs):  # what the build hands torch, captured instead of compiled
+        seen.update(kwargs)
+        raise RuntimeError("not compiled")
+
+    import torch.utils.cpp_extension as cpp_extension
+    monkeypatch.setattr(cpp_extension, "load_inline", load_inline)
+    (tmp_path / "cache").mkdir()
+    result = build._build_locked(src, ("-gencode=arch=compute_90a,code=sm_90a",), build.resolve_libraries(src),
+                                 "v_key", tmp_path / "cache")
+    assert not result.ok and seen["extra_include_paths"] and seen["extra_cuda_cflags"]
+    flags = build.standalone_nvcc_flags(src)
+    for folder in seen["extra_include_paths"]:
+        assert f"-I{folder}" in flags
+    for flag in seen["extra_cuda_cflags"]:
+        assert flag in flags or flag.startswith("-gencode")
+    assert str(tmp_path / "cutlass" / "tools" / "util" / "include") in " ".join(flags)
+    for flag in (*cpp_extension.COMMON_NVCC_FLAGS, "-DFOO=3", f"-std={build.CXX_STD}"):
+        assert flag in flags
+    assert not any(f.startswith("-gencode") or f.startswith("-arch") for f in flags)  # the caller's choice
