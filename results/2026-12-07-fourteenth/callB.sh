@@ -4,10 +4,12 @@
 # stages) over every preset at 512 and 4096 tokens (bf16, 3 rounds), to place the 25 MB pair bar; then ncu --set full
 # with the SASS source page of one GEMM1 launch at DeepSeek-V3 4096 (bf16, the caches as the call leaves them) of
 # two_stage_pp (mla_tc_kernel 128 x 128) and of cutlass_2gemm, for the GEMM1 cycle gap (93 k against 82-87 k).
+# On an H200 first README's bf16 / fp16 preset sweep (1 round), the committed sweep at this tree.
 #   KVBENCH_COMMIT=$(git rev-parse --short HEAD) KVBENCH_CUTLASS_DIR=third_party/cutlass-subset \
 #     bash results/2026-12-07-fourteenth/callB.sh      (third_party/cutlass-subset carried)
 . scripts/device_call_lib.sh callB
 gpu_info
+if grep -q H200 "$w/gpu.txt"; then preset_sweep sweep-16bit bfloat16,float16 200; pack; fi
 P=/tmp/probe_pairs; AX="MLA_PP_STAGES=6; MLA_PP_CLUSTER=1,2"
 mkdir -p "$P"
 PROBE_DIR=$P PYTHON=$py timeout -s INT 240 bash scripts/probe_axis.sh two_stage_pp "$AX" \
@@ -20,7 +22,7 @@ grep two_stage_pp "$w/pairs-presets-summary.txt" | cut -c1-100
 pack
 # GEMM1 is the first launch of each call; profile_variant.py's 2 profiled calls: the second call's GEMM1
 for v in two_stage_pp cutlass_2gemm; do
-  [ $(( $(date +%s) - t0 )) -gt 450 ] && { stamp "no time for ncu of $v"; break; }
+  [ $(( $(date +%s) - t0 )) -gt 480 ] && { stamp "no time for ncu of $v"; break; }
   k="regex:mla_tc_kernel"; skip=1
   [ "$v" = cutlass_2gemm ] && { k="regex:device_kernel"; skip=2; }
   n="$w/ncu-$v-gemm1-v3-4096"
