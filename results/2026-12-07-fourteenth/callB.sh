@@ -12,7 +12,7 @@ gpu_info
 if grep -q H200 "$w/gpu.txt"; then preset_sweep sweep-16bit bfloat16,float16 200; pack; fi
 P=/tmp/probe_pairs; AX="MLA_PP_STAGES=6; MLA_PP_CLUSTER=1,2"
 mkdir -p "$P"
-PROBE_DIR=$P PYTHON=$py timeout -s INT 240 bash scripts/probe_axis.sh two_stage_pp "$AX" \
+PROBE_DIR=$P PYTHON=$py timeout -s INT 180 bash scripts/probe_axis.sh two_stage_pp "$AX" \
   --shape deepseek-v2-lite,deepseek-v2,deepseek-v3,kimi-k2,minicpm3 --tokens 512,4096 --dtype bfloat16 \
   --baselines torch-2gemm --rounds 3 --allow-failures --no-breakdown \
   --json "$w/pairs-presets.json" --markdown "$w/pairs-presets.md" > "$w/pairs-presets.log" 2>&1 < /dev/null
@@ -22,7 +22,7 @@ grep two_stage_pp "$w/pairs-presets-summary.txt" | cut -c1-100
 pack
 # GEMM1 is the first launch of each call; profile_variant.py's 2 profiled calls: the second call's GEMM1
 for v in two_stage_pp cutlass_2gemm; do
-  [ $(( $(date +%s) - t0 )) -gt 480 ] && { stamp "no time for ncu of $v"; break; }
+  [ $(( $(date +%s) - t0 )) -gt 430 ] && { stamp "no time for ncu of $v"; break; }
   k="regex:mla_tc_kernel"; skip=1
   [ "$v" = cutlass_2gemm ] && { k="regex:device_kernel"; skip=2; }
   n="$w/ncu-$v-gemm1-v3-4096"
