@@ -19,7 +19,7 @@ gpu_tests gpu-tests.log 330
 pack
 targets_run two_stage,two_stage_pp,cutlass_2gemm,fused_tiled
 pack
-left=$(( 585 - ($(date +%s) - t0) ))
+left=$(( ${CALL_S:-585} - ($(date +%s) - t0) ))  # CALL_S: the command seconds the session can still pay for
 if [ "$left" -gt 60 ]; then
   PROBE_DIR=$P PYTHON=$py timeout -s INT "$left" bash scripts/probe_axis.sh two_stage_pp "$AX" \
     --shape deepseek-v2-lite,deepseek-v2,deepseek-v3,kimi-k2,minicpm3 --tokens 4096,512 --dtype bfloat16 \
