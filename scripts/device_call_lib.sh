@@ -11,7 +11,9 @@
 # the issue-9 targets run, 3 rounds with the breakdown, checked by scripts/targets.py), ncu_l2 VARIANT TOKENS [TAG] (the
 # L2 and DRAM counters of the variant's first kernel in one call at DeepSeek-V3 TOKENS, bf16, into ncu-VARIANT-TOKENS[TAG]),
 # check_m128 VARIANT (a check-only run on tests/test_gpu.py's tensor-core shapes that reach M > 128 or its declines, bf16
-# and fp16, into check.{json,log}; prints the rows' status counts).
+# and fp16, into check.{json,log}; prints the rows' status counts), probe_build NAME VARIANT AXES (scripts/probe_axis.sh's
+# builds of VARIANT's AXES with no GPU visible, in /tmp/probe_NAME) and probe_run NAME SECONDS VARIANT AXES ARGS...
+# (that probe run with ARGS, bf16, 3 rounds, into NAME.{json,md,log} and NAME-summary.txt).
 set -uo pipefail
 export CUDA_HOME=/usr/local/cuda PATH=/usr/local/cuda/bin:$PATH TORCH_CUDA_ARCH_LIST=9.0a PYTHONUNBUFFERED=1
 export KVBENCH_CUTLASS_DIR=${KVBENCH_CUTLASS_DIR:-third_party/cutlass}
@@ -96,4 +98,21 @@ check_m128() {
 import collections, json, sys
 print(dict(collections.Counter((r["variant"], r["status"]) for r in json.load(open(sys.argv[1]))["rows"])))
 PY
+}
+probe_build() {
+  local dir=/tmp/probe_$1
+  mkdir -p "$dir"
+  PROBE_DIR=$dir PYTHON=$py nb bash scripts/probe_axis.sh "$2" "$3" --shape seed --dtype bfloat16 --baselines eager \
+    --jobs 4 > "$w/$1-build.log" 2>&1
+  stamp "probe $1 built: $(grep -c 'built in' "$w/$1-build.log") builds"
+}
+probe_run() {
+  local name=$1 secs=$2 variant=$3 axes=$4
+  shift 4
+  PROBE_DIR=/tmp/probe_$name PYTHON=$py timeout -s INT "$secs" bash scripts/probe_axis.sh "$variant" "$axes" "$@" \
+    --dtype bfloat16 --rounds 3 --allow-failures --json "$w/$name.json" --markdown "$w/$name.md" \
+    > "$w/$name.log" 2>&1 < /dev/null
+  stamp "probe $name: exit $?, $(grep '^wall time' "$w/$name.log")"
+  rows_summary "$w/$name.json" > "$w/$name-summary.txt" 2>&1
+  grep "$variant" "$w/$name-summary.txt" | cut -c1-100
 }

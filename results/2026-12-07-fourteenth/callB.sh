@@ -10,15 +10,10 @@
 . scripts/device_call_lib.sh callB
 gpu_info
 if grep -q H200 "$w/gpu.txt"; then preset_sweep sweep-16bit bfloat16,float16 200; pack; fi
-P=/tmp/probe_pairs; AX="MLA_PP_STAGES=6; MLA_PP_CLUSTER=1,2"
-mkdir -p "$P"
-PROBE_DIR=$P PYTHON=$py timeout -s INT 180 bash scripts/probe_axis.sh two_stage_pp "$AX" \
-  --shape deepseek-v2-lite,deepseek-v2,deepseek-v3,kimi-k2,minicpm3 --tokens 512,4096 --dtype bfloat16 \
-  --baselines torch-2gemm --rounds 3 --allow-failures --no-breakdown \
-  --json "$w/pairs-presets.json" --markdown "$w/pairs-presets.md" > "$w/pairs-presets.log" 2>&1 < /dev/null
-stamp "pairs over the presets: exit $?, $(grep '^wall time' "$w/pairs-presets.log")"
-rows_summary "$w/pairs-presets.json" > "$w/pairs-presets-summary.txt" 2>&1
-grep two_stage_pp "$w/pairs-presets-summary.txt" | cut -c1-100
+AX="MLA_PP_STAGES=6; MLA_PP_CLUSTER=1,2"
+[ -d /tmp/probe_pairs ] || probe_build pairs two_stage_pp "$AX"  # callA's builds, on a fresh machine
+probe_run pairs 180 two_stage_pp "$AX" --shape deepseek-v2-lite,deepseek-v2,deepseek-v3,kimi-k2,minicpm3 \
+  --tokens 4096,512 --baselines torch-2gemm --no-breakdown
 pack
 # GEMM1 is the first launch of each call; profile_variant.py's 2 profiled calls: the second call's GEMM1
 for v in two_stage_pp cutlass_2gemm; do
