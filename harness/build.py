@@ -169,12 +169,17 @@ def standalone_nvcc_flags(src: ExtensionSource) -> list[str]:
     Raises HeaderLibraryMissing as a build would."""
     from torch.utils import cpp_extension
 
-    library_dirs = [d for lib in resolve_libraries(src) for d in lib.include_dirs]
-    includes, _ = wheel_cuda_dirs()
     system = [*cpp_extension.include_paths(), sysconfig.get_paths()["include"]]
-    return [*(f"-I{d}" for d in (*src.include_dirs, *library_dirs, *(str(p) for p in includes))),
+    return [*(f"-I{d}" for d in extra_include_paths(src, resolve_libraries(src))),
             *(f for d in system for f in ("-isystem", d)), *cpp_extension.COMMON_NVCC_FLAGS, f"-std={CXX_STD}",
             *BASE_NVCC_FLAGS, *src.nvcc_flags]
+
+
+def extra_include_paths(src: ExtensionSource, libraries: tuple[header_libs.HeaderLibrary, ...]) -> list[str]:
+    """The include folders the build adds to torch's own, in order: the variant's folder, its header libraries',
+    the CUDA wheels' (cublas_v2.h)."""
+    includes, _ = wheel_cuda_dirs()
+    return [*src.include_dirs, *(d for lib in libraries for d in lib.include_dirs), *(str(p) for p in includes)]
 
 
 def build_key(src: ExtensionSource, archs: tuple[str, ...],
@@ -262,14 +267,13 @@ def _build_locked(src: ExtensionSource, archs: tuple[str, ...], libraries, modul
             return BuildResult(src.name, ok=True, cached=True, so_path=module.__file__, module_name=module_name,
                                seconds=time.perf_counter() - start, log_path=str(build_dir / "build.log"),
                                resources=resources.read_build(build_dir, module.__file__))
-    includes, lib_dirs = wheel_cuda_dirs()
+    _, lib_dirs = wheel_cuda_dirs()
     cuda_home = os.environ.get("CUDA_HOME", "")
     lib_dirs = lib_dirs + [p for p in (Path(cuda_home, "lib64"),) if cuda_home and p.is_dir()]
     ldflags = [f"-L{d}" for d in lib_dirs] + [f"-Wl,-rpath,{d}" for d in lib_dirs]
     ldflags += resolve_ldflags(src.ldflags, lib_dirs)
     start = time.perf_counter()
     log_path = build_dir / "build.log"
-    library_dirs = [d for lib in libraries for d in lib.include_dirs]
     for lib in libraries:
         log.debug("%s: %s %s from %s", src.name, lib.name, lib.version, lib.found_by)
     try:
@@ -277,7 +281,7 @@ def _build_locked(src: ExtensionSource, archs: tuple[str, ...], libraries, modul
             name=module_name, cpp_sources="#include <torch/extension.h>\n" + src.declarations,
             cuda_sources=src.cuda_source, functions=list(src.functions),
             extra_cflags=["-O2"], extra_cuda_cflags=[*BASE_NVCC_FLAGS, *archs, *src.nvcc_flags],
-            extra_ldflags=ldflags, extra_include_paths=[*src.include_dirs, *library_dirs, *(str(p) for p in includes)],
+            extra_ldflags=ldflags, extra_include_paths=extra_include_paths(src, libraries),
             build_directory=str(build_dir), verbose=False)
     except Exception as exc:  # compile, link and import errors all end here
         text = str(exc)

@@ -191,3 +191,20 @@ def test_standalone_nvcc_flags_carry_everything_the_build_gives_nvcc(tmp_path, m
     for flag in (*cpp_extension.COMMON_NVCC_FLAGS, "-DFOO=3", f"-std={build.CXX_STD}"):
         assert flag in flags
     assert not any(f.startswith("-gencode") or f.startswith("-arch") for f in flags)  # the caller's choice
+
+
+def test_nvcc_flags_script_prints_one_line_or_exits_2(tmp_path, monkeypatch, capsys):
+    import script_module
+    nvcc_flags = script_module.load("nvcc_flags")
+    variant = tmp_path / "v.cu"
+    variant.write_text("// summary: s\n// dtypes: bfloat16\n// nvcc-flags: -DFOO=3\n// includes: cutlass\n\n")
+    monkeypatch.setenv(includes.CUTLASS_ENV, str(cutlass_tree(tmp_path / "cutlass")))
+    assert nvcc_flags.main([str(variant)]) == 0
+    out = capsys.readouterr().out
+    assert out.count("\n") == 1 and "-DFOO=3" in out and f"-I{tmp_path}" in out
+    monkeypatch.setenv(includes.CUTLASS_ENV, str(tmp_path / "nowhere"))
+    assert nvcc_flags.main([str(variant)]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("nvcc_flags.py: CUTLASS headers from KVBENCH_CUTLASS_DIR=") and err.count("\n") == 1
+    assert nvcc_flags.main([str(tmp_path / "missing.cu")]) == 2
+    assert nvcc_flags.main([]) == 2
