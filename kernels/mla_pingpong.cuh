@@ -306,7 +306,11 @@ static inline int pair_clusters(int dev) {
 // Pairs pay where w_up streams through the L2 and cost where it stays there (NOTES 2026-12-07 thirteenth, an H100:
 // DeepSeek-V3's 33.5 MB, 6 % fewer GEMM2 cycles and 1-4 % faster; V2-Lite's 4.2 MB, 4-5 % slower). The bar sits at
 // half the H100's / H200's 50 MB L2; kimi-k2's 16.8 MB, between the measured two, gets no pairs.
-constexpr double PAIR_MIN_WUP_BYTES = 25e6;
+// MLA_PP_PAIR_MIN_MB (probe knob) moves the bar.
+#ifndef MLA_PP_PAIR_MIN_MB
+#define MLA_PP_PAIR_MIN_MB 25
+#endif
+constexpr double PAIR_MIN_WUP_BYTES = MLA_PP_PAIR_MIN_MB * 1e6;
 
 // CLUSTER 2 pairs the CTAs when the row tiles pair up (n_mt even), w_up (R x 2N) is at least PAIR_MIN_WUP_BYTES and
 // the device holds clusters of 2.
