@@ -51,6 +51,20 @@
 
 namespace mla {
 
+// Probe knobs (CUTLASS's producer differs from ours in both, NOTES 2026-12-07 fifteenth): MLA_TMA_HINT 1 gives the
+// main loop's TMA loads CUTLASS's L2 cache-hint operand (EVICT_NORMAL); MLA_A_FIRST 1 issues a stage's A box before
+// its B boxes.
+#ifndef MLA_TMA_HINT
+#define MLA_TMA_HINT 0
+#endif
+#ifndef MLA_A_FIRST
+#define MLA_A_FIRST 0
+#endif
+__device__ __forceinline__ void tma_load(void* dst, const CUtensorMap* map, int x, int y, uint64_t* bar) {
+    if (MLA_TMA_HINT) hop::tma_load_2d_hint(dst, map, x, y, bar, 0x1000000000000000ull);
+    else hop::tma_load_2d(dst, map, x, y, bar);
+}
+
 constexpr int BN = 256, BK = 64;  // BN: the GEMM2 tile's width (and GEMM1's, but for the 128-wide launches)
 constexpr int SPLIT_LOADS = 24;   // split-k partial loads a consumer thread keeps in flight while it reduces
 constexpr int THREADS = 384;
@@ -366,15 +380,19 @@ mla_tc_kernel(const __grid_constant__ CUtensorMap tm_hidden, const __grid_consta
                 }
                 for (int k = k0; k < k1; ++k, ++it) {
                     const int s = it % STAGES;
-                    if (k - k0 >= pre) {
+                    const bool fill = k - k0 >= pre;  // this stage's B boxes are not issued yet
+                    if (fill) {
                         hop::mbar_wait(&empty[s], ((it / STAGES) & 1) ^ 1);
                         hop::mbar_arrive_expect_tx(&full[s], A_BYTES + B_BYTES);
+                    }
+                    if (MLA_A_FIRST) tma_load(smem + C::SMEM_A + s * A_BYTES, ta, k * BK, w.mt * BM, &full[s]);
+                    if (fill) {
                         unsigned char* bs = smem + C::SMEM_B + s * B_BYTES;
 #pragma unroll
                         for (int b = 0; b < TBN / 64; ++b)
-                            hop::tma_load_2d(bs + b * B_BOX_BYTES, tb, bx + 64 * b, k * BK, &full[s]);
+                            tma_load(bs + b * B_BOX_BYTES, tb, bx + 64 * b, k * BK, &full[s]);
                     }
-                    hop::tma_load_2d(smem + C::SMEM_A + s * A_BYTES, ta, k * BK, w.mt * BM, &full[s]);
+                    if (!MLA_A_FIRST) tma_load(smem + C::SMEM_A + s * A_BYTES, ta, k * BK, w.mt * BM, &full[s]);
                     if (it == 0) MLA_MARK(EV_P_FIRST_TMA);
                 }
                 if (w.gemm == 1) MLA_MARK(EV_P_G1_ISSUED); else MLA_MARK(EV_P_G2_ISSUED);
