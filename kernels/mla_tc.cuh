@@ -30,7 +30,8 @@
  *     conflict-free 4-byte stores) -> fence.proxy.async -> TMA stores into out viewed as (M, 2N): the stacked
  *     (b, s, 2, heads, head_dim) rows directly. The store runs while the next tile's main loop does; the staging
  *     buffer is rewritten only after cp.async.bulk.wait_group.read 0.
- *   GEMM1, no split: bf16/fp16 latent rows stored from the fragments (latent (M, R) is small).
+ *   GEMM1, no split: the same staging and TMA stores into the latent (two_stage; fused: latent rows stored from
+ *     the fragments, which ready[mt] publishes to the GEMM2 units' TMA loads).
  *   GEMM1, S splits: fp32 partial fragments -> workspace (float4, coalesced), arrive on the tile's counter, wait
  *     until all S partials are written (the S units of a tile are co-resident: GEMM1 units <= grid <= #SMs, one
  *     CTA per SM), then split ks sums its 1/S slice of the tile over the S partials and stores those latent
@@ -50,20 +51,6 @@
  */
 
 namespace mla {
-
-// Probe knobs (CUTLASS's producer differs from ours in both, NOTES 2026-12-07 fifteenth): MLA_TMA_HINT 1 gives the
-// main loop's TMA loads CUTLASS's L2 cache-hint operand (EVICT_NORMAL); MLA_A_FIRST 1 issues a stage's A box before
-// its B boxes.
-#ifndef MLA_TMA_HINT
-#define MLA_TMA_HINT 0
-#endif
-#ifndef MLA_A_FIRST
-#define MLA_A_FIRST 0
-#endif
-__device__ __forceinline__ void tma_load(void* dst, const CUtensorMap* map, int x, int y, uint64_t* bar) {
-    if (MLA_TMA_HINT) hop::tma_load_2d_hint(dst, map, x, y, bar, 0x1000000000000000ull);
-    else hop::tma_load_2d(dst, map, x, y, bar);
-}
 
 constexpr int BN = 256, BK = 64;  // BN: the GEMM2 tile's width (and GEMM1's, but for the 128-wide launches)
 constexpr int SPLIT_LOADS = 24;   // split-k partial loads a consumer thread keeps in flight while it reduces
@@ -85,7 +72,8 @@ struct Cfg {
     static constexpr int STAGES = TBN == 128 ? (BM == 128 ? 6 : 8) : BM == 128 ? 3 : 4;
     static constexpr int A_BYTES = BM * BK * 2;
     static constexpr int B_BYTES = (TBN / 64) * B_BOX_BYTES;  // 32 KB or 16 KB
-    // One warpgroup's staging: (WN / 64) boxes of 64 x 64 (GEMM2); GEMM1 uses the two as split-k scratch (<= 4 KB).
+    // One warpgroup's staging: (WN / 64) boxes of 64 x 64 (GEMM2, whole-K GEMM1); a split GEMM1 uses the two as its
+    // reduction's scratch (<= 4 KB).
     static constexpr int C_WG_BYTES = 64 * WN * 2;
     static constexpr int SMEM_A = 0;
     static constexpr int SMEM_B = SMEM_A + STAGES * A_BYTES;
@@ -203,6 +191,38 @@ __device__ __forceinline__ void trace_mark(const Params& p, int ev) {
 using hop::pdl_launch_dependents;
 using hop::pdl_wait;
 
+// GEMM1's whole-K latent tile by TMA stores (1) or straight from the fragments (0: 4-byte stores, half-sector writes;
+// CUTLASS's GEMM1 stages and TMA-stores its tile, NOTES 2026-12-07 fifteenth). Probe knob.
+#ifndef MLA_G1_TMA_STORE
+#define MLA_G1_TMA_STORE 1
+#endif
+
+// A consumer warpgroup's accumulator tile (64 rows x WN columns) -> its staging (WN / 64 boxes of 64 x 64, 128-byte
+// swizzle, conflict-free 4-byte stores) -> fence.proxy.async -> TMA stores of box b at (x0 + 64 b, y0) of `map`
+// (TMA clips rows and columns outside the map). The staging is rewritten only after the warpgroup's previous stores
+// have read it (t: thread in the warpgroup, cw: consumer warpgroup, r_in / q: the fragment's row / column pair).
+template <typename T, int WN>
+__device__ __forceinline__ void store_tile_tma(const float* acc, unsigned char* cstage, const CUtensorMap* map, int x0,
+                                               int y0, int t, int cw, int r_in, int q) {
+    if (t == 0) hop::tma_store_wait_read<0>();
+    hop::named_barrier(2 + cw, 128);
+#pragma unroll
+    for (int j = 0; j < WN / 8; ++j) {
+        const int box = j >> 3, chunk = j & 7;
+        const int r = r_in;  // (r_in + 8) & 7 == r_in & 7: one swizzle for both rows
+        unsigned char* base = cstage + box * (64 * 128) + ((chunk ^ (r & 7)) << 4) + 4 * q;
+        *reinterpret_cast<uint32_t*>(base + r * 128) = kv::pack2<T>(acc[4 * j], acc[4 * j + 1]);
+        *reinterpret_cast<uint32_t*>(base + (r + 8) * 128) = kv::pack2<T>(acc[4 * j + 2], acc[4 * j + 3]);
+    }
+    hop::fence_proxy_async_smem();
+    hop::named_barrier(2 + cw, 128);
+    if (t == 0) {
+#pragma unroll
+        for (int b = 0; b < WN / 64; ++b) hop::tma_store_2d(map, cstage + b * (64 * 128), x0 + 64 * b, y0);
+        hop::tma_store_commit();
+    }
+}
+
 // Store one fp32 fragment pair (row, col), (row, col+1) of the latent as two 16-bit elements (R even, col even).
 template <typename T>
 __device__ __forceinline__ void store_latent2(T* lat, const Params& p, int row, int col, float a, float b) {
@@ -283,7 +303,7 @@ __global__ void __launch_bounds__(THREADS, 1)
 mla_tc_kernel(const __grid_constant__ CUtensorMap tm_hidden, const __grid_constant__ CUtensorMap tm_wdown,
               const __grid_constant__ CUtensorMap tm_latent, const __grid_constant__ CUtensorMap tm_wk,
               const __grid_constant__ CUtensorMap tm_wv, const __grid_constant__ CUtensorMap tm_out,
-              const Params p) {
+              const __grid_constant__ CUtensorMap tm_lat_st, const Params p) {
 #if KV_SM90A
     using C = Cfg<BM_, BN_>;
     constexpr int BM = C::BM, STAGES = C::STAGES, A_BYTES = C::A_BYTES, WN = C::WN, PART_F4 = C::PART_F4;
@@ -380,19 +400,15 @@ mla_tc_kernel(const __grid_constant__ CUtensorMap tm_hidden, const __grid_consta
                 }
                 for (int k = k0; k < k1; ++k, ++it) {
                     const int s = it % STAGES;
-                    const bool fill = k - k0 >= pre;  // this stage's B boxes are not issued yet
-                    if (fill) {
+                    if (k - k0 >= pre) {
                         hop::mbar_wait(&empty[s], ((it / STAGES) & 1) ^ 1);
                         hop::mbar_arrive_expect_tx(&full[s], A_BYTES + B_BYTES);
-                    }
-                    if (MLA_A_FIRST) tma_load(smem + C::SMEM_A + s * A_BYTES, ta, k * BK, w.mt * BM, &full[s]);
-                    if (fill) {
                         unsigned char* bs = smem + C::SMEM_B + s * B_BYTES;
 #pragma unroll
                         for (int b = 0; b < TBN / 64; ++b)
-                            tma_load(bs + b * B_BOX_BYTES, tb, bx + 64 * b, k * BK, &full[s]);
+                            hop::tma_load_2d(bs + b * B_BOX_BYTES, tb, bx + 64 * b, k * BK, &full[s]);
                     }
-                    if (!MLA_A_FIRST) tma_load(smem + C::SMEM_A + s * A_BYTES, ta, k * BK, w.mt * BM, &full[s]);
+                    hop::tma_load_2d(smem + C::SMEM_A + s * A_BYTES, ta, k * BK, w.mt * BM, &full[s]);
                     if (it == 0) MLA_MARK(EV_P_FIRST_TMA);
                 }
                 if (w.gemm == 1) MLA_MARK(EV_P_G1_ISSUED); else MLA_MARK(EV_P_G2_ISSUED);
@@ -453,28 +469,14 @@ mla_tc_kernel(const __grid_constant__ CUtensorMap tm_hidden, const __grid_consta
             const int col0 = w.nt * TBN + wcol + 2 * q;  // fragment columns col0 + 8j, + 1
 
             if (w.gemm == 2) {
-                // ---- GEMM2 epilogue: staging (4 boxes of 64 rows x 64 columns, 128-byte swizzle) -> TMA store
-                if (t == 0) hop::tma_store_wait_read<0>();  // the previous tile's store has read the buffer
-                hop::named_barrier(2 + cw, 128);
-#pragma unroll
-                for (int j = 0; j < WN / 8; ++j) {
-                    const int box = j >> 3, chunk = j & 7;
-                    const int r = r_in;  // (r_in + 8) & 7 == r_in & 7: one swizzle for both rows
-                    unsigned char* base = cstage + box * (64 * 128) + ((chunk ^ (r & 7)) << 4) + 4 * q;
-                    *reinterpret_cast<uint32_t*>(base + r * 128) = kv::pack2<T>(acc[4 * j], acc[4 * j + 1]);
-                    *reinterpret_cast<uint32_t*>(base + (r + 8) * 128) = kv::pack2<T>(acc[4 * j + 2], acc[4 * j + 3]);
-                }
-                hop::fence_proxy_async_smem();
-                hop::named_barrier(2 + cw, 128);
-                if (t == 0) {
-#pragma unroll
-                    for (int b = 0; b < WN / 64; ++b)
-                        hop::tma_store_2d(&tm_out, cstage + b * (64 * 128), w.nt * BN + wcol + 64 * b, w.mt * BM + wrow);
-                    hop::tma_store_commit();
-                    if (ct == 0) MLA_MARK(EV_C_G2_STORE);
-                }
+                // ---- GEMM2 epilogue: staging -> TMA stores into out viewed as (M, 2N)
+                store_tile_tma<T, WN>(acc, cstage, &tm_out, w.nt * BN + wcol, w.mt * BM + wrow, t, cw, r_in, q);
+                if (ct == 0) MLA_MARK(EV_C_G2_STORE);
+            } else if (p.splits == 1 && !p.fused && MLA_G1_TMA_STORE) {
+                // ---- GEMM1 epilogue, whole K, two_stage: the latent by TMA stores, as GEMM2's tiles
+                store_tile_tma<T, WN>(acc, cstage, &tm_lat_st, w.nt * TBN + wcol, w.mt * BM + wrow, t, cw, r_in, q);
             } else if (p.splits == 1) {
-                // ---- GEMM1 epilogue, whole K: latent straight from the fragments
+                // ---- GEMM1 epilogue, whole K (fused: ordinary stores, published by ready[mt]): from the fragments
 #pragma unroll
                 for (int j = 0; j < WN / 8; ++j) {
                     const int col = col0 + 8 * j;
@@ -557,6 +559,7 @@ inline bool shape_ok(int D, int R, int N, const void* h, const void* wd, const v
 
 struct Maps {
     CUtensorMap hidden, wdown, latent, wk, wv, out;
+    CUtensorMap latent_st;  // the latent in 64 x 64 boxes: GEMM1's TMA stores
 };
 
 // BM1: GEMM1's tile height (the hidden box), BM2: GEMM2's (the latent box); two_stage's GEMM1 may use 64-row
@@ -571,6 +574,7 @@ inline Maps make_maps(const void* h, const void* wd, const void* wk, const void*
     m.wk = hop::make_tmap_2d<T>(wk, R, N, N, BK, 64);
     m.wv = hop::make_tmap_2d<T>(wv, R, N, N, BK, 64);
     m.out = hop::make_tmap_2d<T>(out, M, 2 * int64_t(N), 2 * int64_t(N), 64, 64);
+    m.latent_st = hop::make_tmap_2d<T>(lat, M, R, R, 64, 64);
     return m;
 }
 
@@ -682,7 +686,8 @@ inline void launch(const Maps& m, const Params& p, int grid, bool pdl, cudaStrea
     shape.smem_bytes = Cfg<BM, BN_>::SMEM_ALLOC;
     shape.cluster = dim3(unsigned(cluster));
     shape.programmatic = pdl;
-    hop::launch_ex(mla_tc_kernel<T, BM, BN_>, shape, stream, m.hidden, m.wdown, m.latent, m.wk, m.wv, m.out, p);
+    hop::launch_ex(mla_tc_kernel<T, BM, BN_>, shape, stream, m.hidden, m.wdown, m.latent, m.wk, m.wv, m.out,
+                   m.latent_st, p);
 }
 
 }  // namespace mla
