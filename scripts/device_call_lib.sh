@@ -13,7 +13,8 @@
 # check_m128 VARIANT (a check-only run on tests/test_gpu.py's tensor-core shapes that reach M > 128 or its declines, bf16
 # and fp16, into check.{json,log}; prints the rows' status counts), probe_build NAME VARIANT AXES (scripts/probe_axis.sh's
 # builds of VARIANT's AXES with no GPU visible, in /tmp/probe_NAME) and probe_run NAME SECONDS VARIANT AXES ARGS...
-# (that probe run with ARGS, bf16, 3 rounds, into NAME.{json,md,log} and NAME-summary.txt).
+# (that probe run with ARGS, bf16, 3 rounds, into NAME.{json,md,log} and NAME-summary.txt), ncu_gemm1 VARIANT
+# PRESET:TOKENS (ncu --set full of one GEMM1 launch: its pages and hotspots).
 set -uo pipefail
 export CUDA_HOME=/usr/local/cuda PATH=/usr/local/cuda/bin:$PATH TORCH_CUDA_ARCH_LIST=9.0a PYTHONUNBUFFERED=1
 export KVBENCH_CUTLASS_DIR=${KVBENCH_CUTLASS_DIR:-third_party/cutlass}
@@ -76,6 +77,27 @@ ncu_l2() {
     $py scripts/profile_variant.py "$1" "deepseek-v3:$2" bfloat16 2 > "$f.csv" 2> "$f.log"
   stamp "ncu $1 $2${3:-}: exit $?"
   grep -E '"(gpu__time|lrc__|lts__|dram__)' "$f.csv" | awk -F'","' '{print $(NF-2), $NF}' | tr -d '"'
+}
+# ncu --set full of one GEMM1 launch of VARIANT (two_stage_pp or cutlass_2gemm) at SHAPE (preset:tokens), bf16, the
+# caches as the call leaves them: its details, raw and SASS source pages (gzipped), summary and hotspots. The kernel
+# filter counts only matching launches: two_stage_pp's GEMM1 is its only mla_tc_kernel launch (skip 1 = the second
+# profiled call's); cutlass_2gemm runs GEMM1 and one up-projection a call, both inside chained_gemm_kernel (skip 2).
+ncu_gemm1() {
+  local v=$1 shape=$2 k="regex:mla_tc_kernel" skip=1
+  [ "$v" = cutlass_2gemm ] && { k="regex:chained_gemm_kernel"; skip=2; }
+  local n="$w/ncu-$v-gemm1-${shape/:/-}"
+  timeout 100 ncu --clock-control none --cache-control none --profile-from-start off --set full \
+    --import-source no -k "$k" --launch-skip $skip --launch-count 1 -f -o "$n" \
+    $py scripts/profile_variant.py "$v" "$shape" bfloat16 2 > "$n.log" 2>&1
+  stamp "ncu $v $shape: exit $?"
+  ncu --import "$n.ncu-rep" --csv --page details > "$n.csv" 2>&1
+  ncu --import "$n.ncu-rep" --csv --page raw > "$n-raw.csv" 2>&1
+  ncu --import "$n.ncu-rep" --csv --page source --print-source sass > "$n-sass.csv" 2>&1
+  rm -f "$n.ncu-rep"
+  $py scripts/ncu_summary.py "$n.csv" > "$n.summary" 2>&1; head -4 "$n.summary" | cut -c1-250
+  $py scripts/ncu_hotspots.py "$n-sass.csv" 30 > "$n.hotspots" 2>&1
+  gzip -f "$n-sass.csv" "$n-raw.csv"
+  pack
 }
 build_everything() {
   BUILD=1 SKIP_TESTS=1 SKIP_MULTI=1 PHASE=2 env CUDA_VISIBLE_DEVICES= scripts/gpu_session.sh \

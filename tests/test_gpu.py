@@ -43,7 +43,8 @@ TC_SHAPES = [preset("deepseek-v3", t) for t in (64, 512, 4096)] + [preset("minic
         "b=1,s=1380,d=200,rank=136,heads=16,head_dim=128",  # 3 k-steps with a tail, 2-3 tiles per CTA (odd and
                                                             # even counts); last row tile ends inside its lower half
         # 1252 GEMM2 tiles (313 row tiles x 4 column tiles) on at most 132 CTAs: 9-10 tiles a CTA, so each
-        # consumer's turns and its epilogue staging wrap many times (3 k-steps with a tail)
+        # consumer's turns and its epilogue staging wrap many times (3 k-steps with a tail); GEMM1 unsplit, its
+        # latent TMA-stored with the second column tile 8 wide and the last row tile half full (both clipped)
         "b=2,s=20000,d=64,rank=136,heads=2,head_dim=128",
         # its CTA pairs (w_up >= 25 MB: 512 x 32768 here): one pair on two row tiles, the second 72 rows
         "b=1,s=200,d=64,rank=512,heads=128,head_dim=128",

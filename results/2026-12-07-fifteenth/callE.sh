@@ -18,25 +18,6 @@ pack
 probe_run bar 150 two_stage_pp "$AX" --shape kimi-k2,deepseek-v2-lite,minicpm3 --tokens 4096,512 \
   --baselines torch-2gemm --no-breakdown
 pack
-# regex filters count only matching launches: two_stage_pp's GEMM1 is its only mla_tc_kernel launch (skip 1 = the
-# second profiled call's); cutlass_2gemm runs GEMM1 and one GEMM2 launch a call, both chained_gemm_kernel (skip 2).
-ncu_gemm1() {
-  local v=$1 shape=$2 k="regex:mla_tc_kernel" skip=1
-  [ "$v" = cutlass_2gemm ] && { k="regex:chained_gemm_kernel"; skip=2; }
-  local n="$w/ncu-$v-gemm1-${shape/:/-}"
-  timeout 100 ncu --clock-control none --cache-control none --profile-from-start off --set full \
-    --import-source no -k "$k" --launch-skip $skip --launch-count 1 -f -o "$n" \
-    $py scripts/profile_variant.py "$v" "$shape" bfloat16 2 > "$n.log" 2>&1
-  stamp "ncu $v $shape: exit $?"
-  ncu --import "$n.ncu-rep" --csv --page details > "$n.csv" 2>&1
-  ncu --import "$n.ncu-rep" --csv --page raw > "$n-raw.csv" 2>&1
-  ncu --import "$n.ncu-rep" --csv --page source --print-source sass > "$n-sass.csv" 2>&1
-  rm -f "$n.ncu-rep"
-  $py scripts/ncu_summary.py "$n.csv" > "$n.summary" 2>&1; head -4 "$n.summary" | cut -c1-250
-  $py scripts/ncu_hotspots.py "$n-sass.csv" 30 > "$n.hotspots" 2>&1
-  gzip -f "$n-sass.csv" "$n-raw.csv"
-  pack
-}
 for spec in "two_stage_pp deepseek-v2-lite:4096" "cutlass_2gemm deepseek-v2-lite:4096" "cutlass_2gemm deepseek-v3:4096"; do
   [ $(( $(date +%s) - t0 )) -gt ${CALL_S:-540} ] && { stamp "no time for ncu $spec"; break; }
   ncu_gemm1 $spec
