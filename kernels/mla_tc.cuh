@@ -563,18 +563,19 @@ struct Maps {
 };
 
 // BM1: GEMM1's tile height (the hidden box), BM2: GEMM2's (the latent box); two_stage's GEMM1 may use 64-row
-// tiles under 128-row GEMM2 tiles.
+// tiles under 128-row GEMM2 tiles. latent_stores: encode latent_st too (a launch whose whole-K GEMM1 TMA-stores the
+// latent: two_stage's); otherwise it stays zero, never read.
 template <typename T, int BM1, int BM2>
 inline Maps make_maps(const void* h, const void* wd, const void* wk, const void* wv, const void* lat, void* out, int M,
-                      int D, int R, int N) {
-    Maps m;
+                      int D, int R, int N, bool latent_stores = false) {
+    Maps m{};
     m.hidden = hop::make_tmap_2d<T>(h, M, D, D, BM1, BK);
     m.wdown = hop::make_tmap_2d<T>(wd, D, R, R, BK, 64);
     m.latent = hop::make_tmap_2d<T>(lat, M, R, R, BM2, BK);
     m.wk = hop::make_tmap_2d<T>(wk, R, N, N, BK, 64);
     m.wv = hop::make_tmap_2d<T>(wv, R, N, N, BK, 64);
     m.out = hop::make_tmap_2d<T>(out, M, 2 * int64_t(N), 2 * int64_t(N), 64, 64);
-    m.latent_st = hop::make_tmap_2d<T>(lat, M, R, R, 64, 64);
+    if (latent_stores) m.latent_st = hop::make_tmap_2d<T>(lat, M, R, R, 64, 64);
     return m;
 }
 

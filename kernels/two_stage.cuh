@@ -294,7 +294,7 @@ void launch_two_stage_tc(const torch::Tensor& hidden, const torch::Tensor& w_dow
     p.latent = latent.data_ptr();
     const mla::Maps maps = mla::make_maps<T, BM1, BM>(hidden.data_ptr(), w_down.data_ptr(), w_up_k.data_ptr(),
                                                       w_up_v.data_ptr(), latent.data_ptr(), out.data_ptr(), M, D, R,
-                                                      N);
+                                                      N, /*latent_stores=*/p.splits == 1);
     mla::set_smem_attr<T, BM1, BN1>(dev);
     mla::Params p1 = p;
     p1.first = 0;
