@@ -5,8 +5,6 @@ import torch
 
 import script_module
 
-from harness import build
-
 
 @pytest.fixture(scope="module")
 def sp():
