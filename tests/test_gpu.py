@@ -10,6 +10,7 @@ from harness import discover, runner
 from harness.records import Kind, Settings, Status, Task
 from harness.shapes import PRESET_NAMES, parse_shapes, preset
 from harness.stats import StoppingRule
+from selected_kernels import kernels_used
 
 REPO = Path(__file__).resolve().parent.parent
 pytestmark = pytest.mark.gpu
@@ -81,8 +82,10 @@ PATH_SHAPES = {
 
 
 @pytest.fixture(scope="session")
-def plan():
-    return runner.plan(discover.discover(REPO / "kernels"), [])
+def plan(request):
+    """Built targets of the kernels the selected tests use (every kernel for the whole suite), plus the baselines."""
+    used = kernels_used(request.session.items, KERNEL_NAMES)
+    return runner.plan([p for p in discover.discover(REPO / "kernels") if p.stem in used], [])
 
 
 def built_target(plan, name: str):
