@@ -29,3 +29,9 @@ def test_the_union_over_the_selection():
     items = [item("test_variant_correct_everywhere", name=k) for k in ("two_stage", "fused_tiled")]
     items.append(item("test_variant_correct_on_each_dispatch_path", name="fused_tiled"))
     assert kernels_used(items, KERNELS) == {"two_stage", "fused_tiled"}
+
+
+def test_a_test_named_for_the_longer_of_two_prefixed_kernels_uses_that_one_alone():
+    # two_stage is a prefix of two_stage_pp: a two_stage_pp test must not build two_stage as well
+    items = [item("test_two_stage_pp_stages_hold_across_shapes", dtype="bfloat16")]
+    assert kernels_used(items, KERNELS) == {"two_stage_pp"}
