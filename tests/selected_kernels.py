@@ -3,8 +3,9 @@
 
 def kernels_used(items, kernel_names) -> set[str]:
     """A test uses the kernel it is parametrized with (`name`) and the kernel its own name starts with
-    (`test_cutlass_2gemm_...`; the longest such name, since `two_stage` is a prefix of `two_stage_pp`). A run of a few tests (`-k two_stage`) on a fresh 16-core machine then builds two
-    variants, not every one (≈ 150 s before the first test)."""
+    (`test_cutlass_2gemm_...`; the longest such name, since `two_stage` is a prefix of `two_stage_pp`). A run of
+    a few tests (`-k two_stage`) on a fresh 16-core machine then builds two variants, not every one (≈ 150 s
+    before the first test)."""
     used = set()
     for item in items:
         callspec = getattr(item, "callspec", None)

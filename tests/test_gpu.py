@@ -57,7 +57,8 @@ TC_SHAPES = [preset("deepseek-v3", t) for t in (64, 512, 4096)] + [preset("minic
         "b=1,s=70,d=260,rank=64,heads=2,head_dim=128",     # d % 8 != 0: declined, SIMT path
         "b=1,s=70,d=256,rank=64,heads=3,head_dim=40",      # N % 256 != 0: declined, SIMT path
     ) for s in parse_shapes(spec)]
-KERNEL_NAMES = [p.stem for p in discover.discover(REPO / "kernels")]
+KERNEL_SOURCES = discover.discover(REPO / "kernels")
+KERNEL_NAMES = [p.stem for p in KERNEL_SOURCES]
 KERNEL_DTYPES = {p.stem: discover.load_variant(p).dtypes for p in discover.discover(REPO / "kernels")}
 # Dispatch paths of cutlass_2gemm, tf32x3 and fused_tiled (see their block comments) that the shapes above do
 # not take (on a 132-SM H200).
@@ -85,7 +86,7 @@ PATH_SHAPES = {
 def plan(request):
     """Built targets of the kernels the selected tests use (every kernel for the whole suite), plus the baselines."""
     used = kernels_used(request.session.items, KERNEL_NAMES)
-    return runner.plan([p for p in discover.discover(REPO / "kernels") if p.stem in used], [])
+    return runner.plan([p for p in KERNEL_SOURCES if p.stem in used], [])
 
 
 def built_target(plan, name: str):
