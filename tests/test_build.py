@@ -68,6 +68,21 @@ def test_shared_statics_finds_a_static_of_an_inline_function(tmp_path):
     assert cubin.shared_statics(so) == ["mine::shared()::n"]
 
 
+def test_shared_statics_judges_a_guard_variable_by_the_object_it_guards(tmp_path):
+    """A template's static member with a dynamic initializer comes with a `guard variable for …` symbol: a
+    library's (every build on the GPU machine holds 40 of libstdc++'s locale-facet guards) is left out like the
+    member itself, and the variant's own member is named once, not once more as its guard."""
+    src = tmp_path / "lib.cpp"
+    src.write_text("namespace std { int init(); template <class T> struct facet { static int id; };\n"
+                   "template <class T> int facet<T>::id = init(); }\n"
+                   "namespace mine { int init(); template <class T> struct cache { static int id; };\n"
+                   "template <class T> int cache<T>::id = init(); }\n"
+                   "int use() { return std::facet<char>::id + mine::cache<char>::id; }\n")
+    so = tmp_path / "lib.so"
+    subprocess.run(["g++", "-shared", "-fPIC", "-O1", "-o", str(so), str(src)], check=True)
+    assert cubin.shared_statics(so) == ["mine::cache<char>::id"]
+
+
 def test_cli_without_gpu_builds_and_reports_not_run(tmp_path):
     import torch
     if torch.cuda.is_available():
