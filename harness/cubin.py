@@ -98,7 +98,7 @@ LIBRARY_NAMESPACES = ("std::", "cuda::", "thrust::", "cub::", "at::", "c10::", "
 
 
 # How the demangler names an object that belongs to another (a static's guard, a class's vtable): such a symbol
-# is judged by the object it names. Every build on the GPU machine (its own host compiler) holds 40 guards of
+# is judged by the object it names. Every build on the lent H100s (their own host compiler) holds 40 guards of
 # libstdc++'s locale facets (first `guard variable for std::__cxx11::collate<char>::id`), none of them a variant's.
 SPECIAL_NAME_PREFIXES = ("guard variable for ", "vtable for ", "construction vtable for ", "VTT for ",
                          "typeinfo for ", "typeinfo name for ", "TLS init function for ", "TLS wrapper function for ")

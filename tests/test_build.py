@@ -70,7 +70,7 @@ def test_shared_statics_finds_a_static_of_an_inline_function(tmp_path):
 
 def test_shared_statics_judges_a_guard_variable_by_the_object_it_guards(tmp_path):
     """A template's static member with a dynamic initializer comes with a `guard variable for …` symbol: a
-    library's (every build on the GPU machine holds 40 of libstdc++'s locale-facet guards) is left out like the
+    library's (every build on the lent H100s holds 40 of libstdc++'s locale-facet guards) is left out like the
     member itself, and the variant's own member is named once, not once more as its guard."""
     src = tmp_path / "lib.cpp"
     src.write_text("namespace std { int init(); template <class T> struct facet { static int id; };\n"
