@@ -55,16 +55,22 @@ def test_no_cuda_build_keeps_an_object_shared_with_other_extensions(kernels_plan
     assert not shared, f"process-wide objects (make their functions static inline): {shared}"
 
 
+def shared_library(tmp_path, source: str):
+    """`source` (C++) built by g++ into a shared library, for the process-wide-object detector."""
+    src, so = tmp_path / "lib.cpp", tmp_path / "lib.so"
+    src.write_text(source)
+    subprocess.run(["g++", "-shared", "-fPIC", "-O1", "-o", str(so), str(src)], check=True)
+    return so
+
+
 def test_shared_statics_finds_a_static_of_an_inline_function(tmp_path):
     """The detector itself, on a small library: the inline function's static is found, the static inline
     function's and a library namespace's are not."""
-    src = tmp_path / "lib.cpp"
-    src.write_text("namespace mine { inline int& shared() { static int n = 0; return n; }\n"
-                   "static inline int& own() { static int m = 0; return m; } }\n"
-                   "namespace std { inline int& lib() { static int k = 0; return k; } }\n"
-                   "int use() { return mine::shared() + mine::own() + std::lib(); }\n")
-    so = tmp_path / "lib.so"
-    subprocess.run(["g++", "-shared", "-fPIC", "-O1", "-o", str(so), str(src)], check=True)
+    so = shared_library(tmp_path,
+                        "namespace mine { inline int& shared() { static int n = 0; return n; }\n"
+                        "static inline int& own() { static int m = 0; return m; } }\n"
+                        "namespace std { inline int& lib() { static int k = 0; return k; } }\n"
+                        "int use() { return mine::shared() + mine::own() + std::lib(); }\n")
     assert cubin.shared_statics(so) == ["mine::shared()::n"]
 
 
@@ -72,14 +78,12 @@ def test_shared_statics_judges_a_guard_variable_by_the_object_it_guards(tmp_path
     """A template's static member with a dynamic initializer comes with a `guard variable for …` symbol: a
     library's (every build on the lent H100s holds 40 of libstdc++'s locale-facet guards) is left out like the
     member itself, and the variant's own member is named once, not once more as its guard."""
-    src = tmp_path / "lib.cpp"
-    src.write_text("namespace std { int init(); template <class T> struct facet { static int id; };\n"
-                   "template <class T> int facet<T>::id = init(); }\n"
-                   "namespace mine { int init(); template <class T> struct cache { static int id; };\n"
-                   "template <class T> int cache<T>::id = init(); }\n"
-                   "int use() { return std::facet<char>::id + mine::cache<char>::id; }\n")
-    so = tmp_path / "lib.so"
-    subprocess.run(["g++", "-shared", "-fPIC", "-O1", "-o", str(so), str(src)], check=True)
+    so = shared_library(tmp_path,
+                        "namespace std { int init(); template <class T> struct facet { static int id; };\n"
+                        "template <class T> int facet<T>::id = init(); }\n"
+                        "namespace mine { int init(); template <class T> struct cache { static int id; };\n"
+                        "template <class T> int cache<T>::id = init(); }\n"
+                        "int use() { return std::facet<char>::id + mine::cache<char>::id; }\n")
     assert cubin.shared_statics(so) == ["mine::cache<char>::id"]
 
 
@@ -101,11 +105,9 @@ def test_cli_without_gpu_builds_and_reports_not_run(tmp_path):
 def test_a_fresh_build_with_a_process_wide_object_is_warned_of(tmp_path, caplog):
     """The build stage says so when a library holds a process-wide object (the author's loop, not only CI)."""
     from harness import build
-    src = tmp_path / "lib.cpp"
-    src.write_text("namespace mine { inline int& shared() { static int n = 0; return n; } }\n"
-                   "int use() { return mine::shared(); }\n")
-    so = tmp_path / "lib.so"
-    subprocess.run(["g++", "-shared", "-fPIC", "-O1", "-o", str(so), str(src)], check=True)
+    so = shared_library(tmp_path,
+                        "namespace mine { inline int& shared() { static int n = 0; return n; } }\n"
+                        "int use() { return mine::shared(); }\n")
     with caplog.at_level("WARNING", logger=build.log.name):
         build.warn_shared_statics("lib", str(so))
     assert "lib: 1 object(s) one per process" in caplog.text and "mine::shared()::n" in caplog.text
