@@ -59,7 +59,7 @@ TC_SHAPES = [preset("deepseek-v3", t) for t in (64, 512, 4096)] + [preset("minic
     ) for s in parse_shapes(spec)]
 KERNEL_SOURCES = discover.discover(REPO / "kernels")
 KERNEL_NAMES = [p.stem for p in KERNEL_SOURCES]
-KERNEL_DTYPES = {p.stem: discover.load_variant(p).dtypes for p in discover.discover(REPO / "kernels")}
+KERNEL_DTYPES = {p.stem: discover.load_variant(p).dtypes for p in KERNEL_SOURCES}
 # Dispatch paths of cutlass_2gemm, tf32x3 and fused_tiled (see their block comments) that the shapes above do
 # not take (on a 132-SM H200).
 # cutlass_2gemm's others: DeepSeek-V3 at 1/64/512/4096 tokens in TC_SHAPES (stream-K latent with 1, 4, 16, 128
