@@ -68,8 +68,8 @@ tiled_gemm(const TA* __restrict__ a, const TB* __restrict__ b_lo, const TB* __re
 }
 
 template <typename T>
-void launch(const Problem& p, const torch::Tensor& hidden, const torch::Tensor& w_down, const torch::Tensor& w_up_k,
-            const torch::Tensor& w_up_v, torch::Tensor& latent, torch::Tensor& out, cudaStream_t stream) {
+void launch(const Problem& p, const at::Tensor& hidden, const at::Tensor& w_down, const at::Tensor& w_up_k,
+            const at::Tensor& w_up_v, at::Tensor& latent, at::Tensor& out, cudaStream_t stream) {
     const dim3 block(TILE, TILE);
     const T* w_down_p = reinterpret_cast<const T*>(w_down.data_ptr());
     tiled_gemm<T, T, float><<<dim3(cdiv(int(p.M), TILE), cdiv(int(p.R), TILE)), block, 0, stream>>>(
@@ -85,16 +85,16 @@ void launch(const Problem& p, const torch::Tensor& hidden, const torch::Tensor& 
 
 }  // namespace
 
-torch::Tensor forward(torch::Tensor hidden, torch::Tensor w_down, torch::Tensor w_up_k, torch::Tensor w_up_v,
-                      int64_t kv_heads) {
+at::Tensor forward(at::Tensor hidden, at::Tensor w_down, at::Tensor w_up_k, at::Tensor w_up_v,
+                   int64_t kv_heads) {
     const Problem p = check_inputs(hidden, w_down, w_up_k, w_up_v, kv_heads);  // throws: the row is `rejected`
     TORCH_CHECK(cdiv(int(2 * p.N), TILE) <= 65535 && cdiv(int(p.R), TILE) <= 65535,
                 "2 * heads * head_dim and rank must fit 65535 column tiles (grid y)");
     const c10::cuda::CUDAGuard guard(hidden.device());
-    torch::Tensor out = make_output(hidden, p);
+    at::Tensor out = make_output(hidden, p);
     if (p.M == 0 || p.N == 0) return out;
     if (p.R == 0) return out.zero_();  // an empty latent: every output element is an empty sum
-    torch::Tensor latent = torch::empty({p.M, p.R}, hidden.options().dtype(torch::kFloat32));
+    at::Tensor latent = at::empty({p.M, p.R}, hidden.options().dtype(at::kFloat));
     const cudaStream_t stream = at::cuda::getCurrentCUDAStream();
     switch (hidden.scalar_type()) {
         case at::kFloat: launch<float>(p, hidden, w_down, w_up_k, w_up_v, latent, out, stream); break;

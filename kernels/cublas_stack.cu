@@ -71,7 +71,7 @@ void gemm_rm(cublasHandle_t handle, at::ScalarType dt, int m, int n, int kk, con
 }
 
 template <typename T>
-void launch_stack(const torch::Tensor& k, const torch::Tensor& v, torch::Tensor& out, int64_t M, int64_t N,
+void launch_stack(const at::Tensor& k, const at::Tensor& v, at::Tensor& out, int64_t M, int64_t N,
                   cudaStream_t stream) {
     const T* kp = reinterpret_cast<const T*>(k.data_ptr());
     const T* vp = reinterpret_cast<const T*>(v.data_ptr());
@@ -88,8 +88,8 @@ void launch_stack(const torch::Tensor& k, const torch::Tensor& v, torch::Tensor&
 
 }  // namespace
 
-torch::Tensor forward(torch::Tensor hidden, torch::Tensor w_down, torch::Tensor w_up_k, torch::Tensor w_up_v,
-                      int64_t kv_heads) {
+at::Tensor forward(at::Tensor hidden, at::Tensor w_down, at::Tensor w_up_k, at::Tensor w_up_v,
+                   int64_t kv_heads) {
     const kv::Problem p = kv::check_inputs(hidden, w_down, w_up_k, w_up_v, kv_heads);
     const auto dt = hidden.scalar_type();
     const int64_t M = p.M, D = p.D, R = p.R, N = p.N;
@@ -100,9 +100,9 @@ torch::Tensor forward(torch::Tensor hidden, torch::Tensor w_down, torch::Tensor 
     if (D == 0 || R == 0) return out.zero_();
 
     cudaStream_t stream = at::cuda::getCurrentCUDAStream();
-    auto latent = torch::empty({M, R}, hidden.options());
-    auto k = torch::empty({M, N}, hidden.options());
-    auto v = torch::empty({M, N}, hidden.options());
+    auto latent = at::empty({M, R}, hidden.options());
+    auto k = at::empty({M, N}, hidden.options());
+    auto v = at::empty({M, N}, hidden.options());
     {
         cublasHandle_t handle = at::cuda::getCurrentCUDABlasHandle();
         TORCH_CHECK(cublasSetStream(handle, stream) == CUBLAS_STATUS_SUCCESS, "cublas_stack: cublasSetStream failed");

@@ -50,6 +50,7 @@
 #include "hopper.cuh"
 #include "kv_common.cuh"
 
+#include <ATen/ops/mm.h>  // the fallback below
 #include "cute/tensor.hpp"
 #include "cutlass/cutlass.h"
 #include "cutlass/numeric_types.h"
@@ -188,9 +189,9 @@ struct Batch {
 // Returns the GEMM's workspace (if any): the caller keeps it until the kernels after it are enqueued, since a
 // programmatic dependent may start while this GEMM still runs.
 template <class Config>
-torch::Tensor run_gemm(int M, int N, int K, const void* A, int64_t lda, const void* B, int64_t ldb, void* D,
-                       int64_t ldd, const Device& dev, const torch::TensorOptions& options, cudaStream_t stream,
-                       const Launch& launch, const Batch& batch = {1, 0, 0}) {
+at::Tensor run_gemm(int M, int N, int K, const void* A, int64_t lda, const void* B, int64_t ldb, void* D,
+                    int64_t ldd, const Device& dev, const at::TensorOptions& options, cudaStream_t stream,
+                    const Launch& launch, const Batch& batch = {1, 0, 0}) {
     using Kernel = typename Config::Kernel;
     using Element = typename Kernel::ElementA;
     typename Kernel::StrideA dA{};
@@ -218,8 +219,8 @@ torch::Tensor run_gemm(int M, int N, int K, const void* A, int64_t lda, const vo
 
     TORCH_CHECK(Kernel::can_implement(args), "cutlass_2gemm: CUTLASS cannot implement this GEMM (alignment or size)");
     const size_t workspace_bytes = Kernel::get_workspace_size(args);
-    torch::Tensor workspace;
-    if (workspace_bytes > 0) workspace = torch::empty({int64_t(workspace_bytes)}, options.dtype(torch::kUInt8));
+    at::Tensor workspace;
+    if (workspace_bytes > 0) workspace = at::empty({int64_t(workspace_bytes)}, options.dtype(at::kByte));
     void* const workspace_ptr = workspace_bytes ? workspace.data_ptr() : nullptr;
     TORCH_CHECK(Kernel::initialize_workspace(args, workspace_ptr, stream, nullptr) == cutlass::Status::kSuccess,
                 "cutlass_2gemm: CUTLASS GEMM initialization failed");
@@ -229,14 +230,14 @@ torch::Tensor run_gemm(int M, int N, int K, const void* A, int64_t lda, const vo
 }
 
 template <class Element>
-void forward_cutlass(const torch::Tensor& hidden, const torch::Tensor& w_down, const torch::Tensor& w_up_k,
-                     const torch::Tensor& w_up_v, torch::Tensor& out, int64_t M, int64_t D, int64_t R, int64_t N,
+void forward_cutlass(const at::Tensor& hidden, const at::Tensor& w_down, const at::Tensor& w_up_k,
+                     const at::Tensor& w_up_v, at::Tensor& out, int64_t M, int64_t D, int64_t R, int64_t N,
                      const Device& dev) {
     using RasterOrder = cutlass::gemm::kernel::detail::RasterOrderOptions;
     cudaStream_t stream = at::cuda::getCurrentCUDAStream();
-    auto latent = torch::empty({M, R}, hidden.options());
+    auto latent = at::empty({M, R}, hidden.options());
     // Kept until the up-projection is enqueued: a programmatic dependent may start while GEMM1 still runs.
-    const torch::Tensor down_workspace = run_gemm<LatentGemm<Element>>(
+    const at::Tensor down_workspace = run_gemm<LatentGemm<Element>>(
         int(M), int(R), int(D), hidden.data_ptr(), D, w_down.data_ptr(), R, latent.data_ptr(), R, dev,
         hidden.options(), stream, {RasterOrder::Heuristic, CUTLASS_G1_ATOMIC != 0, false});
     char* out_k = static_cast<char*>(out.data_ptr());
@@ -268,19 +269,19 @@ void forward_cutlass(const torch::Tensor& hidden, const torch::Tensor& w_down, c
 }
 
 // cuBLAS through torch, for shapes TMA cannot take: the k and v GEMMs write the output's strided views.
-void forward_torch(const torch::Tensor& hidden, const torch::Tensor& w_down, const torch::Tensor& w_up_k,
-                   const torch::Tensor& w_up_v, torch::Tensor& out, int64_t M, int64_t D, int64_t N) {
-    const auto latent = torch::mm(hidden.view({M, D}), w_down);
+void forward_torch(const at::Tensor& hidden, const at::Tensor& w_down, const at::Tensor& w_up_k,
+                   const at::Tensor& w_up_v, at::Tensor& out, int64_t M, int64_t D, int64_t N) {
+    const auto latent = at::mm(hidden.view({M, D}), w_down);
     auto kv = out.view({M, 2, N});
     auto k = kv.select(1, 0), v = kv.select(1, 1);
-    torch::mm_out(k, latent, w_up_k);
-    torch::mm_out(v, latent, w_up_v);
+    at::mm_out(k, latent, w_up_k);
+    at::mm_out(v, latent, w_up_v);
 }
 
 }  // namespace
 
-torch::Tensor forward(torch::Tensor hidden, torch::Tensor w_down, torch::Tensor w_up_k, torch::Tensor w_up_v,
-                      int64_t kv_heads) {
+at::Tensor forward(at::Tensor hidden, at::Tensor w_down, at::Tensor w_up_k, at::Tensor w_up_v,
+                   int64_t kv_heads) {
     const kv::Problem p = kv::check_inputs(hidden, w_down, w_up_k, w_up_v, kv_heads);
     TORCH_CHECK(hidden.scalar_type() == at::kBFloat16 || hidden.scalar_type() == at::kHalf,
                 "cutlass_2gemm: bfloat16 and float16 only");

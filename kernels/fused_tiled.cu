@@ -619,8 +619,8 @@ struct DirectLauncher {
 };
 
 template <typename T>
-void run_fused(const torch::Tensor& hidden, const torch::Tensor& w_down, const torch::Tensor& w_up_k,
-               const torch::Tensor& w_up_v, torch::Tensor& out, int M, int D, int R, int N) {
+void run_fused(const at::Tensor& hidden, const at::Tensor& w_down, const at::Tensor& w_up_k,
+               const at::Tensor& w_up_v, at::Tensor& out, int M, int D, int R, int N) {
     using Large = FusedLauncher<T, 32, 512, 16, 8, 8, 1, 256, 4>;
     using Small = FusedLauncher<T, 4, 64, 64, 4, 4, 16, 256, 8>;
 
@@ -677,17 +677,17 @@ void run_fused(const torch::Tensor& hidden, const torch::Tensor& w_down, const t
 // BM 64 tiles, and every CTA prefetches its w_up tiles into L2 while GEMM1 runs, so each weight is read from DRAM
 // once and the w_up stream overlaps GEMM1. The latent (M x R, the dtype) goes through L2 only.
 template <typename T, int BM>
-void launch_fused_tc(const torch::Tensor& hidden, const torch::Tensor& w_down, const torch::Tensor& w_up_k,
-                     const torch::Tensor& w_up_v, torch::Tensor& out, int M, int D, int R, int N, int dev, int sms,
+void launch_fused_tc(const at::Tensor& hidden, const at::Tensor& w_down, const at::Tensor& w_up_k,
+                     const at::Tensor& w_up_v, at::Tensor& out, int M, int D, int R, int N, int dev, int sms,
                      cudaStream_t stream) {
     using C = mla::Cfg<BM>;
     mla::Params p = mla::make_params(BM, mla::BN, M, D, R, N, mla::pick_splits(BM, mla::BN, M, R, sms, 64));
     const int tiles1 = p.n_mt * p.n_nt1;
-    auto latent = torch::empty({int64_t(M), int64_t(R)}, hidden.options());
-    torch::Tensor ws;
+    auto latent = at::empty({int64_t(M), int64_t(R)}, hidden.options());
+    at::Tensor ws;
     int* cnt = mla::counters(dev, size_t(tiles1 + 2 * p.n_mt), stream);
     if (p.splits > 1) {
-        ws = torch::empty({int64_t(tiles1) * p.splits * C::PART_F4 * 4}, hidden.options().dtype(torch::kFloat32));
+        ws = at::empty({int64_t(tiles1) * p.splits * C::PART_F4 * 4}, hidden.options().dtype(at::kFloat));
         p.ws = reinterpret_cast<float4*>(ws.data_ptr());
     }
     p.split_cnt = cnt;
@@ -708,8 +708,8 @@ void launch_fused_tc(const torch::Tensor& hidden, const torch::Tensor& w_down, c
 
 // False when the shape, alignment, device or build does not allow the tensor-core path (then: the SIMT paths).
 template <typename T>
-bool run_fused_tc(const torch::Tensor& hidden, const torch::Tensor& w_down, const torch::Tensor& w_up_k,
-                  const torch::Tensor& w_up_v, torch::Tensor& out, int M, int D, int R, int N) {
+bool run_fused_tc(const at::Tensor& hidden, const at::Tensor& w_down, const at::Tensor& w_up_k,
+                  const at::Tensor& w_up_v, at::Tensor& out, int M, int D, int R, int N) {
     const int dev = hidden.get_device();
     cudaStream_t stream = at::cuda::getCurrentCUDAStream();
     const int bm = M <= 128 ? 64 : 128;
@@ -725,8 +725,8 @@ bool run_fused_tc(const torch::Tensor& hidden, const torch::Tensor& w_down, cons
 
 }  // namespace
 
-torch::Tensor forward(torch::Tensor hidden, torch::Tensor w_down, torch::Tensor w_up_k, torch::Tensor w_up_v,
-                      int64_t kv_heads) {
+at::Tensor forward(at::Tensor hidden, at::Tensor w_down, at::Tensor w_up_k, at::Tensor w_up_v,
+                   int64_t kv_heads) {
     const kv::Problem p = kv::check_inputs(hidden, w_down, w_up_k, w_up_v, kv_heads);
     const auto dt = hidden.scalar_type();
     const int M = int(p.M), D = int(p.D), R = int(p.R), N = int(p.N);

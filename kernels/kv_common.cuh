@@ -4,10 +4,14 @@
 // Every TORCH_CHECK message is a literal: a formatted several-argument message crashed torch 2.11 on the H200.
 #pragma once
 
-#include <torch/extension.h>
-#include <ATen/cuda/CUDAContext.h>
-#include <c10/cuda/CUDAException.h>
+// The tensor API the variants use, header by header, as PyTorch's own kernels include it: torch/extension.h (the
+// whole C++ frontend) or torch/types.h (every ATen operator) would add ~100 s or ~25 s of one core to every build.
+#include <ATen/core/Tensor.h>           // at::Tensor and its methods
+#include <ATen/ops/empty.h>             // at::empty
+#include <ATen/cuda/CUDAContextLight.h> // device properties, the cuBLAS handle
+#include <c10/cuda/CUDAException.h>     // C10_CUDA_CHECK, C10_CUDA_KERNEL_LAUNCH_CHECK
 #include <c10/cuda/CUDAGuard.h>
+#include <c10/cuda/CUDAStream.h>        // at::cuda::getCurrentCUDAStream
 #include <cublas_v2.h>
 #include <cuda_runtime.h>
 #include <cuda_bf16.h>
@@ -25,8 +29,8 @@ struct Problem {
 };
 
 // The checks every forward makes; all sizes must fit in int32 (2N too: the stacked output row is 2N wide).
-inline Problem check_inputs(const torch::Tensor& hidden, const torch::Tensor& w_down, const torch::Tensor& w_up_k,
-                            const torch::Tensor& w_up_v, int64_t kv_heads) {
+inline Problem check_inputs(const at::Tensor& hidden, const at::Tensor& w_down, const at::Tensor& w_up_k,
+                            const at::Tensor& w_up_v, int64_t kv_heads) {
     TORCH_CHECK(hidden.is_cuda() && w_down.is_cuda() && w_up_k.is_cuda() && w_up_v.is_cuda(),
                 "all inputs must be CUDA tensors");
     TORCH_CHECK(hidden.get_device() == w_down.get_device() && hidden.get_device() == w_up_k.get_device() &&
@@ -61,8 +65,8 @@ inline Problem check_inputs(const torch::Tensor& hidden, const torch::Tensor& w_
 }
 
 // The new contiguous (b, s, 2, heads, head_dim) output.
-inline torch::Tensor make_output(const torch::Tensor& hidden, const Problem& p) {
-    return torch::empty({p.b, p.s, 2, p.heads, p.head_dim}, hidden.options());
+inline at::Tensor make_output(const at::Tensor& hidden, const Problem& p) {
+    return at::empty({p.b, p.s, 2, p.heads, p.head_dim}, hidden.options());
 }
 
 // ---------------------------------------------------------------- device attributes, read once per device

@@ -516,8 +516,8 @@ static inline int max_clusters(int dev) {
 // build does not take it: M <= 64, R <= 512, R and D multiples of 8 (16-byte TMA pitches), N % 128 == 0 (a unit never
 // straddles k | v), 16-byte aligned tensors, an sm_90a build on a 9.0 device, clusters of 8 for every GEMM1 tile.
 template <typename T>
-static inline bool run(const torch::Tensor& hidden, const torch::Tensor& w_down, const torch::Tensor& w_up_k,
-                       const torch::Tensor& w_up_v, torch::Tensor& out, int M, int D, int R, int N) {
+static inline bool run(const at::Tensor& hidden, const at::Tensor& w_down, const at::Tensor& w_up_k,
+                       const at::Tensor& w_up_v, at::Tensor& out, int M, int D, int R, int N) {
     if (M > MAX_M || R > MAX_R || R % 8 != 0 || D % 8 != 0 || N % UNIT_N != 0) return false;
     if (!kv::aligned16(hidden.data_ptr()) || !kv::aligned16(w_down.data_ptr()) || !kv::aligned16(w_up_k.data_ptr()) ||
         !kv::aligned16(w_up_v.data_ptr()) || !kv::aligned16(out.data_ptr()))
@@ -553,13 +553,13 @@ static inline bool run(const torch::Tensor& hidden, const torch::Tensor& w_down,
         if (cap != cudaStreamCaptureStatusNone) return false;
         cnt = mla::counters(dev, n_cnt, stream);
     }
-    torch::Tensor hand;
+    at::Tensor hand;
     if (p.halves == 2) {
-        hand = torch::empty({int64_t(p.tiles1) * CLUSTER * 128 * 4}, hidden.options().dtype(torch::kFloat32));
+        hand = at::empty({int64_t(p.tiles1) * CLUSTER * 128 * 4}, hidden.options().dtype(at::kFloat));
         p.hand = reinterpret_cast<float4*>(hand.data_ptr());
     }
     p.handed = cnt + 2;
-    auto latent = torch::empty({int64_t(M), int64_t(R)}, hidden.options());
+    auto latent = at::empty({int64_t(M), int64_t(R)}, hidden.options());
     p.ready = cnt;
     p.consumed = cnt + 1;
     p.landed = cnt + 2 + size_t(p.tiles1) * CLUSTER;

@@ -642,8 +642,8 @@ static inline int* counters(int dev, size_t n, cudaStream_t stream) {
 // The checks of every tensor-core entry before it launches: shape_ok, sm_90a code in this build and on this device,
 // shared memory for every tile shape and for `extra_smem` (a caller's own schedule), and `need` counters allocated,
 // now if need be (a buffer cannot grow inside a stream capture, so a capture falls back). False: the SIMT path.
-inline bool tc_path_ready(const torch::Tensor& hidden, const torch::Tensor& w_down, const torch::Tensor& w_up_k,
-                          const torch::Tensor& w_up_v, const torch::Tensor& out, int D, int R, int N, size_t need,
+inline bool tc_path_ready(const at::Tensor& hidden, const at::Tensor& w_down, const at::Tensor& w_up_k,
+                          const at::Tensor& w_up_v, const at::Tensor& out, int D, int R, int N, size_t need,
                           int extra_smem, int dev, cudaStream_t stream, kv::DevInfo& info) {
     if (!shape_ok(D, R, N, hidden.data_ptr(), w_down.data_ptr(), w_up_k.data_ptr(), w_up_v.data_ptr(), out.data_ptr()))
         return false;

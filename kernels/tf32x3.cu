@@ -188,8 +188,8 @@ bool use_tensor_cores(int64_t M, int64_t D, int64_t R, int64_t N, int64_t slices
 
 }  // namespace
 
-torch::Tensor forward(torch::Tensor hidden, torch::Tensor w_down, torch::Tensor w_up_k, torch::Tensor w_up_v,
-                      int64_t kv_heads) {
+at::Tensor forward(at::Tensor hidden, at::Tensor w_down, at::Tensor w_up_k, at::Tensor w_up_v,
+                   int64_t kv_heads) {
     const kv::Problem p = kv::check_inputs(hidden, w_down, w_up_k, w_up_v, kv_heads);
     TORCH_CHECK(hidden.scalar_type() == at::kFloat, "tf32x3: float32 only");
     const int64_t M = p.M, D = p.D, R = p.R, N = p.N;
@@ -210,7 +210,7 @@ torch::Tensor forward(torch::Tensor hidden, torch::Tensor w_down, torch::Tensor 
     float* out_p = out.data_ptr<float>();
 
     if (!use_tensor_cores(M, D, R, N, L1.slices)) {
-        auto latent = torch::empty({M, R}, hidden.options());
+        auto latent = at::empty({M, R}, hidden.options());
         sgemm_nn(handle, int(M), int(R), int(D), hidden.data_ptr<float>(), w_down.data_ptr<float>(),
                  latent.data_ptr<float>(), R);
         sgemm_nn(handle, int(M), int(N), int(R), latent.data_ptr<float>(), w_up_k.data_ptr<float>(), out_p, 2 * N);
@@ -220,18 +220,18 @@ torch::Tensor forward(torch::Tensor hidden, torch::Tensor w_down, torch::Tensor 
     }
 
     // GEMM1: partials(S1, M, R) over the slices of d.
-    auto hidden3 = torch::empty({M, L1.width()}, hidden.options());
-    auto w_down3 = torch::empty({R, L1.width()}, hidden.options());
+    auto hidden3 = at::empty({M, L1.width()}, hidden.options());
+    auto w_down3 = at::empty({R, L1.width()}, hidden.options());
     split_rows(hidden.data_ptr<float>(), 0, 1, M, D, L1, hidden3.data_ptr<float>(), stream);
     split_cols(w_down.data_ptr<float>(), nullptr, 1, R, L1, w_down3.data_ptr<float>(), stream);
-    auto partials = torch::empty({L1.slices, M, R}, hidden.options());
+    auto partials = at::empty({L1.slices, M, R}, hidden.options());
     tf32_gemm_tn(handle, int(M), int(R), int(3 * L1.ks), hidden3.data_ptr<float>(), w_down3.data_ptr<float>(),
                  L1.width(), 3 * L1.ks, partials.data_ptr<float>(), R, M * R, int(L1.slices), 0.f);
 
     // Latent: the partials summed (fp32, fixed order) and split in one pass; [w_up_k | w_up_v] split.
-    auto latent3 = torch::empty({M, L2.width()}, hidden.options());
+    auto latent3 = at::empty({M, L2.width()}, hidden.options());
     split_rows(partials.data_ptr<float>(), M * R, int(L1.slices), M, R, L2, latent3.data_ptr<float>(), stream);
-    auto w_up3 = torch::empty({2 * N, L2.width()}, hidden.options());
+    auto w_up3 = at::empty({2 * N, L2.width()}, hidden.options());
     split_cols(w_up_k.data_ptr<float>(), w_up_v.data_ptr<float>(), 2, N, L2, w_up3.data_ptr<float>(), stream);
 
     // GEMM2: out (M, 2N) row-major = the stacked (b, s, 2, heads, head_dim) layout; rank slices accumulate.

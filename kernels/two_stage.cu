@@ -38,7 +38,7 @@
 
 #include "two_stage.cuh"
 
-torch::Tensor forward(torch::Tensor hidden, torch::Tensor w_down, torch::Tensor w_up_k, torch::Tensor w_up_v,
-                      int64_t kv_heads) {
+at::Tensor forward(at::Tensor hidden, at::Tensor w_down, at::Tensor w_up_k, at::Tensor w_up_v,
+                   int64_t kv_heads) {
     return two_stage_forward<false>(hidden, w_down, w_up_k, w_up_v, kv_heads);
 }

@@ -185,10 +185,10 @@ void launch_up(const float* lat, const T* wk, const T* wv, T* out, int M, int R,
 }
 
 template <typename T>
-void run_two_stage(const torch::Tensor& hidden, const torch::Tensor& w_down, const torch::Tensor& w_up_k,
-                   const torch::Tensor& w_up_v, torch::Tensor& out, int M, int D, int R, int N) {
+void run_two_stage(const at::Tensor& hidden, const at::Tensor& w_down, const at::Tensor& w_up_k,
+                   const at::Tensor& w_up_v, at::Tensor& out, int M, int D, int R, int N) {
     cudaStream_t stream = at::cuda::getCurrentCUDAStream();
-    auto latent = torch::empty({int64_t(M), int64_t(R)}, hidden.options().dtype(torch::kFloat32));
+    auto latent = at::empty({int64_t(M), int64_t(R)}, hidden.options().dtype(at::kFloat));
 
     // ---- stage one: latent (M x R, fp32) = hidden (M x D) @ w_down (D x R); column-major: lat^T = w_down^T hidden^T
     {
@@ -266,8 +266,8 @@ int g1_cluster_size(int D, int tiles1, int gemm2_ctas, int dev, int sms) {
 // PINGPONG (two_stage_pp) and BM 128: GEMM2 is mla_pingpong.cuh's kernel instead of mla_tc_kernel's GEMM2 units;
 // GEMM1 is the same launch either way.
 template <typename T, int BM, int BM1, int BN1, bool PINGPONG>
-void launch_two_stage_tc(const torch::Tensor& hidden, const torch::Tensor& w_down, const torch::Tensor& w_up_k,
-                         const torch::Tensor& w_up_v, torch::Tensor& out, int M, int D, int R, int N, int dev,
+void launch_two_stage_tc(const at::Tensor& hidden, const at::Tensor& w_down, const at::Tensor& w_up_k,
+                         const at::Tensor& w_up_v, at::Tensor& out, int M, int D, int R, int N, int dev,
                          int sms, cudaStream_t stream) {
     using C = mla::Cfg<BM1, BN1>;
     // GEMM1's units (tiles BM1 x BN1) and GEMM2's (BM x 256) are counted apart: the two launches share no unit list
@@ -284,10 +284,10 @@ void launch_two_stage_tc(const torch::Tensor& hidden, const torch::Tensor& w_dow
         p.units1 = tiles1 * cluster;
         p.cl_red = 1;
     }
-    auto latent = torch::empty({int64_t(M), int64_t(R)}, hidden.options());
-    torch::Tensor ws;
+    auto latent = at::empty({int64_t(M), int64_t(R)}, hidden.options());
+    at::Tensor ws;
     if (p.splits > 1 && !p.cl_red) {
-        ws = torch::empty({int64_t(tiles1) * p.splits * C::PART_F4 * 4}, hidden.options().dtype(torch::kFloat32));
+        ws = at::empty({int64_t(tiles1) * p.splits * C::PART_F4 * 4}, hidden.options().dtype(at::kFloat));
         p.ws = reinterpret_cast<float4*>(ws.data_ptr());
         p.split_cnt = mla::counters(dev, size_t(tiles1), stream);
     }
@@ -318,8 +318,8 @@ void launch_two_stage_tc(const torch::Tensor& hidden, const torch::Tensor& w_dow
 
 // False when the shape, alignment, device or build does not allow the tensor-core path (then: the SIMT path).
 template <typename T, bool PINGPONG>
-bool run_two_stage_tc(const torch::Tensor& hidden, const torch::Tensor& w_down, const torch::Tensor& w_up_k,
-                      const torch::Tensor& w_up_v, torch::Tensor& out, int M, int D, int R, int N) {
+bool run_two_stage_tc(const at::Tensor& hidden, const at::Tensor& w_down, const at::Tensor& w_up_k,
+                      const at::Tensor& w_up_v, at::Tensor& out, int M, int D, int R, int N) {
     const int dev = hidden.get_device();
     cudaStream_t stream = at::cuda::getCurrentCUDAStream();
     kv::DevInfo info;
@@ -347,8 +347,8 @@ bool run_two_stage_tc(const torch::Tensor& hidden, const torch::Tensor& w_down, 
 
 // The whole of a two-stage forward; PINGPONG selects the GEMM2 schedule of the tensor-core path at M > 128.
 template <bool PINGPONG>
-torch::Tensor two_stage_forward(torch::Tensor hidden, torch::Tensor w_down, torch::Tensor w_up_k,
-                                torch::Tensor w_up_v, int64_t kv_heads) {
+at::Tensor two_stage_forward(at::Tensor hidden, at::Tensor w_down, at::Tensor w_up_k,
+                             at::Tensor w_up_v, int64_t kv_heads) {
     const kv::Problem p = kv::check_inputs(hidden, w_down, w_up_k, w_up_v, kv_heads);
     const auto dt = hidden.scalar_type();
     const int M = int(p.M), D = int(p.D), R = int(p.R), N = int(p.N);

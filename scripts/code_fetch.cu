@@ -4,7 +4,8 @@
 // issues prefetch.global.L2 for its share of the 128-byte lines from the kernel's own entry address onwards, the
 // question being whether a kernel can pull its code into L2 ahead of its instruction fetches.
 #include <cuda_runtime.h>
-#include <torch/extension.h>
+#include <ATen/core/Tensor.h>
+#include <ATen/ops/zeros.h>
 #include <c10/cuda/CUDAStream.h>
 
 template <int N, bool PREFETCH>
@@ -30,7 +31,7 @@ __global__ void straight_line(float* out, float seed) {
 }
 
 template <int N, bool P>
-static void launch(torch::Tensor out, int64_t blocks) {
+static void launch(at::Tensor out, int64_t blocks) {
     straight_line<N, P><<<unsigned(blocks), 128, 0, at::cuda::getCurrentCUDAStream()>>>(out.data_ptr<float>(), 1.0f);
     C10_CUDA_KERNEL_LAUNCH_CHECK();
 }
@@ -48,16 +49,16 @@ __global__ void read_entry_kernel(unsigned long long* out) {
     out[1] = w1;
 }
 
-torch::Tensor read_entry() {
-    auto out = torch::zeros({2}, torch::dtype(torch::kInt64).device(torch::kCUDA));
+at::Tensor read_entry() {
+    auto out = at::zeros({2}, at::dtype(at::kLong).device(at::kCUDA));
     read_entry_kernel<<<1, 1, 0, at::cuda::getCurrentCUDAStream()>>>(
         reinterpret_cast<unsigned long long*>(out.data_ptr<int64_t>()));
     C10_CUDA_KERNEL_LAUNCH_CHECK();
     return out.cpu();
 }
 
-void code_fetch(torch::Tensor out, int64_t instructions, int64_t prefetch, int64_t blocks) {
-    TORCH_CHECK(out.is_cuda() && out.dtype() == torch::kFloat32 && out.numel() >= blocks * 128, "out: cuda float32, >= blocks * 128");
+void code_fetch(at::Tensor out, int64_t instructions, int64_t prefetch, int64_t blocks) {
+    TORCH_CHECK(out.is_cuda() && out.dtype() == at::kFloat && out.numel() >= blocks * 128, "out: cuda float32, >= blocks * 128");
     if (instructions == 1024) prefetch ? launch<1024, true>(out, blocks) : launch<1024, false>(out, blocks);
     else if (instructions == 4096) prefetch ? launch<4096, true>(out, blocks) : launch<4096, false>(out, blocks);
     else if (instructions == 8192) prefetch ? launch<8192, true>(out, blocks) : launch<8192, false>(out, blocks);

@@ -20,8 +20,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import cache_states  # noqa: E402
 
 SOURCE = Path(__file__).resolve().parent / "code_fetch.cu"
-DECLS = ("void code_fetch(torch::Tensor out, int64_t instructions, int64_t prefetch, int64_t blocks);\n"
-         "torch::Tensor read_entry();\n")
+DECLS = ("void code_fetch(at::Tensor out, int64_t instructions, int64_t prefetch, int64_t blocks);\n"
+         "at::Tensor read_entry();\n")
 FIRST_INSTRUCTION = 0x00000A00FF017B82  # LDC R1, c[0x0][0x28]: how every kernel of code_fetch.cu begins
 INSTRUCTIONS = (1024, 4096, 8192)
 BLOCKS = (1, 132)

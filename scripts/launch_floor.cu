@@ -7,8 +7,8 @@
 // With a cluster size C > 1 the grid is launched in clusters of C blocks (cudaLaunchKernelEx), and every stage ends
 // with one cluster barrier (the one a design sharing data between the blocks of a cluster would need at least).
 // Thread t copies / stores the 16-byte vectors t, t + T, ... (the access pattern of fused_tiled's DIRECT entry).
-#include <torch/extension.h>
-#include <ATen/cuda/CUDAContext.h>
+#include <ATen/core/Tensor.h>
+#include <c10/cuda/CUDAStream.h>
 #include <c10/cuda/CUDAException.h>
 #include <cuda_runtime.h>
 
@@ -40,7 +40,7 @@ __global__ void floor_kernel(const float4* __restrict__ weights, int w_vec, cons
 }  // namespace
 
 // weights / rows / out: float32 CUDA tensors large enough for w_vec, grid * h_vec and grid * o_vec float4s.
-void floor_launch(torch::Tensor weights, torch::Tensor rows, torch::Tensor out, int64_t grid, int64_t threads,
+void floor_launch(at::Tensor weights, at::Tensor rows, at::Tensor out, int64_t grid, int64_t threads,
                   int64_t smem_bytes, int64_t w_bytes, int64_t h_bytes, int64_t o_bytes, int64_t stage,
                   int64_t cluster) {
     TORCH_CHECK(weights.is_cuda() && rows.is_cuda() && out.is_cuda(), "floor_launch: CUDA tensors expected");

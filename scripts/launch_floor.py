@@ -24,7 +24,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 SOURCE = Path(__file__).resolve().with_suffix(".cu")
-DECLS = ("void floor_launch(torch::Tensor weights, torch::Tensor rows, torch::Tensor out, int64_t grid, "
+DECLS = ("void floor_launch(at::Tensor weights, at::Tensor rows, at::Tensor out, int64_t grid, "
          "int64_t threads, int64_t smem_bytes, int64_t w_bytes, int64_t h_bytes, int64_t o_bytes, int64_t stage, "
          "int64_t cluster);\n")
 

@@ -5,7 +5,7 @@
 // which is how the caller groups SMs into GPCs.
 #include "hopper.cuh"  // kernels/ (the build's include path): hop::launch_ex
 
-#include <ATen/cuda/CUDAContext.h>
+#include <c10/cuda/CUDAStream.h>
 
 namespace {
 
@@ -27,9 +27,9 @@ __global__ void placement_kernel(int* __restrict__ out, long long hold_ns) {
 
 }  // namespace
 
-void placement_launch(torch::Tensor out, int64_t gx, int64_t gy, int64_t threads, int64_t smem_bytes,
+void placement_launch(at::Tensor out, int64_t gx, int64_t gy, int64_t threads, int64_t smem_bytes,
                       int64_t cluster, int64_t hold_ns) {
-    TORCH_CHECK(out.is_cuda() && out.scalar_type() == torch::kInt32 && out.numel() >= gx * gy,
+    TORCH_CHECK(out.is_cuda() && out.scalar_type() == at::kInt && out.numel() >= gx * gy,
                 "placement_launch: out must be a CUDA int32 tensor of at least gx * gy elements");
     TORCH_CHECK(cluster >= 1 && gx % cluster == 0, "placement_launch: gx must be a multiple of the cluster size");
     C10_CUDA_CHECK(cudaFuncSetAttribute(placement_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,

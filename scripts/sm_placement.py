@@ -23,7 +23,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 SOURCE = Path(__file__).resolve().with_suffix(".cu")
-DECLS = ("void placement_launch(torch::Tensor out, int64_t gx, int64_t gy, int64_t threads, int64_t smem_bytes, "
+DECLS = ("void placement_launch(at::Tensor out, int64_t gx, int64_t gy, int64_t threads, int64_t smem_bytes, "
          "int64_t cluster, int64_t hold_ns);\n")
 
 

@@ -29,8 +29,8 @@ SMID = len(EVENTS)  # mla::EV_SMID
 TRACE_CTAS, TRACE_EVENTS = 160, len(EVENTS) + 1
 
 READER = r"""
-torch::Tensor mla_trace_read() {
-    auto out = torch::empty({2, mla::TRACE_CTAS, mla::TRACE_EVENTS}, torch::kInt64);
+at::Tensor mla_trace_read() {
+    auto out = at::empty({2, mla::TRACE_CTAS, mla::TRACE_EVENTS}, at::kLong);
     C10_CUDA_CHECK(cudaDeviceSynchronize());
     C10_CUDA_CHECK(cudaMemcpyFromSymbol(out.data_ptr(), mla::trace_buf, sizeof(mla::trace_buf)));
     static unsigned long long zero[2][mla::TRACE_CTAS][mla::TRACE_EVENTS] = {};
@@ -44,7 +44,7 @@ def traced_extension(spec, defines=()):
     plain = runner.variant_extension(spec)
     tag = "".join("_" + re.sub(r"\W", "", d) for d in defines)  # each knob and value: its own build folder
     return build.ExtensionSource(plain.name + "_trace" + tag, plain.cuda_source + READER,
-                                 plain.declarations + "torch::Tensor mla_trace_read();\n",
+                                 plain.declarations + "at::Tensor mla_trace_read();\n",
                                  (*plain.functions, "mla_trace_read"),
                                  (*plain.nvcc_flags, "-DMLA_TRACE", *("-D" + d for d in defines)),
                                  plain.ldflags, plain.include_dirs, plain.header_libraries)

@@ -77,7 +77,7 @@ def test_traced_build_adds_the_trace_define_the_reader_and_the_knobs():
     ext = tc.traced_extension(spec, ("MLA_GEMM1_SPLIT_CAP=16",))
     assert ext.name.endswith("_trace_MLA_GEMM1_SPLIT_CAP16") and ext.functions[-1] == "mla_trace_read"
     assert "-DMLA_TRACE" in ext.nvcc_flags and "-DMLA_GEMM1_SPLIT_CAP=16" in ext.nvcc_flags
-    assert "torch::Tensor mla_trace_read()" in ext.cuda_source and "mla_trace_read();" in ext.declarations
+    assert "at::Tensor mla_trace_read()" in ext.cuda_source and "mla_trace_read();" in ext.declarations
     names = {tc.traced_extension(spec, d).name for d in ((), ("A=1",), ("B=1",), ("A=1", "B=1"))}
     assert len(names) == 4                         # each knob and value builds in a folder of its own
 

@@ -12,8 +12,8 @@
  * persisting-L2 limit of 0 before timing. Lines marked persisting survive the L2 flush, so a cold sample
  * would read them at L2 speed (llm.c #851 measured such a window at 4x HBM bandwidth).
  */
-#include <torch/extension.h>
-#include <ATen/cuda/CUDAContext.h>
+#include <ATen/core/Tensor.h>
+#include <c10/cuda/CUDAStream.h>
 #include <c10/cuda/CUDAException.h>
 #include <cuda_runtime.h>
 

@@ -1,20 +1,16 @@
 // summary: adversarial: correct output, then one element overwritten with NaN (expect nan)
 
-#include <torch/extension.h>
-#include <ATen/cuda/CUDAContext.h>
-#include <c10/cuda/CUDAException.h>
-
 #include "rowwise_kernel.cuh"
 
 __global__ void poke_nan(float* out) { out[0] = __int_as_float(0x7fc00000); }  // a quiet NaN
 
-torch::Tensor forward(torch::Tensor hidden, torch::Tensor w_down, torch::Tensor w_up_k, torch::Tensor w_up_v,
-                      int64_t kv_heads) {
-  TORCH_CHECK(hidden.is_cuda() && hidden.is_contiguous() && hidden.scalar_type() == torch::kFloat32,
+at::Tensor forward(at::Tensor hidden, at::Tensor w_down, at::Tensor w_up_k, at::Tensor w_up_v,
+                   int64_t kv_heads) {
+  TORCH_CHECK(hidden.is_cuda() && hidden.is_contiguous() && hidden.scalar_type() == at::kFloat,
               "hidden must be a contiguous float32 CUDA tensor");
   const int64_t b = hidden.size(0), s = hidden.size(1), d = hidden.size(2);
   const int64_t rank = w_down.size(1), n = w_up_k.size(1);
-  auto out = torch::empty({b, s, 2, kv_heads, n / kv_heads}, hidden.options());
+  auto out = at::empty({b, s, 2, kv_heads, n / kv_heads}, hidden.options());
   rowwise<<<b * s, 128, rank * sizeof(float), at::cuda::getCurrentCUDAStream()>>>(
       hidden.data_ptr<float>(), w_down.data_ptr<float>(), w_up_k.data_ptr<float>(), w_up_v.data_ptr<float>(),
       out.data_ptr<float>(), d, rank, n);

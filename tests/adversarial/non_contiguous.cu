@@ -1,9 +1,5 @@
 // summary: adversarial: correct values, returned as a transposed (non-contiguous) view of a (b, s, heads, 2, head_dim) buffer (expect bad-output)
 
-#include <torch/extension.h>
-#include <ATen/cuda/CUDAContext.h>
-#include <c10/cuda/CUDAException.h>
-
 #include "rowwise_kernel.cuh"
 
 // Output laid out (b, s, heads, 2, head_dim): row m, element j = (kv, head, e) goes to (head, kv, e).
@@ -28,14 +24,14 @@ __global__ void rowwise_heads_first(const float* hidden, const float* w_down, co
   }
 }
 
-torch::Tensor forward(torch::Tensor hidden, torch::Tensor w_down, torch::Tensor w_up_k, torch::Tensor w_up_v,
-                      int64_t kv_heads) {
-  TORCH_CHECK(hidden.is_cuda() && hidden.is_contiguous() && hidden.scalar_type() == torch::kFloat32,
+at::Tensor forward(at::Tensor hidden, at::Tensor w_down, at::Tensor w_up_k, at::Tensor w_up_v,
+                   int64_t kv_heads) {
+  TORCH_CHECK(hidden.is_cuda() && hidden.is_contiguous() && hidden.scalar_type() == at::kFloat,
               "hidden must be a contiguous float32 CUDA tensor");
   const int64_t b = hidden.size(0), s = hidden.size(1), d = hidden.size(2);
   const int64_t rank = w_down.size(1), n = w_up_k.size(1);
   const int64_t hd = n / kv_heads;
-  auto buf = torch::empty({b, s, kv_heads, 2, hd}, hidden.options());
+  auto buf = at::empty({b, s, kv_heads, 2, hd}, hidden.options());
   rowwise_heads_first<<<b * s, 128, rank * sizeof(float), at::cuda::getCurrentCUDAStream()>>>(
       hidden.data_ptr<float>(), w_down.data_ptr<float>(), w_up_k.data_ptr<float>(), w_up_v.data_ptr<float>(),
       buf.data_ptr<float>(), d, rank, n, hd);

@@ -1,18 +1,14 @@
 // summary: adversarial: writes only the first half of the output rows, the rest keep whatever the allocator held (expect unwritten)
 
-#include <torch/extension.h>
-#include <ATen/cuda/CUDAContext.h>
-#include <c10/cuda/CUDAException.h>
-
 #include "rowwise_kernel.cuh"
 
-torch::Tensor forward(torch::Tensor hidden, torch::Tensor w_down, torch::Tensor w_up_k, torch::Tensor w_up_v,
-                      int64_t kv_heads) {
-  TORCH_CHECK(hidden.is_cuda() && hidden.is_contiguous() && hidden.scalar_type() == torch::kFloat32,
+at::Tensor forward(at::Tensor hidden, at::Tensor w_down, at::Tensor w_up_k, at::Tensor w_up_v,
+                   int64_t kv_heads) {
+  TORCH_CHECK(hidden.is_cuda() && hidden.is_contiguous() && hidden.scalar_type() == at::kFloat,
               "hidden must be a contiguous float32 CUDA tensor");
   const int64_t b = hidden.size(0), s = hidden.size(1), d = hidden.size(2);
   const int64_t rank = w_down.size(1), n = w_up_k.size(1);
-  auto out = torch::empty({b, s, 2, kv_heads, n / kv_heads}, hidden.options());
+  auto out = at::empty({b, s, 2, kv_heads, n / kv_heads}, hidden.options());
   const int64_t rows = (b * s) / 2;  // the bug under test: half the token rows
   if (rows > 0) {
     rowwise<<<rows, 128, rank * sizeof(float), at::cuda::getCurrentCUDAStream()>>>(

@@ -1,6 +1,13 @@
 // A simple, known-correct float32 kernel shared by the adversarial variants (the harness puts a
 // variant's own folder on the include path): block m computes token row m.
 #pragma once
+// The tensor API these variants use, header by header: torch/extension.h would add ~100 s to each build
+// (patches_timing.cu includes it anyway, the one build that shows a variant still may).
+#include <ATen/core/Tensor.h>
+#include <ATen/ops/empty.h>
+#include <ATen/ops/zeros.h>
+#include <c10/cuda/CUDAException.h>
+#include <c10/cuda/CUDAStream.h>
 #include <cstdint>
 
 __global__ void rowwise(const float* hidden, const float* w_down, const float* w_up_k, const float* w_up_v,
