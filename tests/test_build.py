@@ -3,6 +3,7 @@ own build path (CPU is enough), with ptxas's resource report kept for each CUDA 
 
 Tuning axes multiply builds; CI (this test) builds every combination of a variant with at most
 axes.CI_ALL_COMBINATIONS_UP_TO combinations, and only the first combination of a variant with more."""
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -53,6 +54,29 @@ def test_no_cuda_build_keeps_an_object_shared_with_other_extensions(kernels_plan
     assert cuda
     shared = {t.name: names for t in cuda if (names := cubin.shared_statics(t.so_path))}
     assert not shared, f"process-wide objects (make their functions static inline): {shared}"
+
+
+# torch's umbrella headers: the whole C++ frontend, and every ATen operator (README, "Writing a variant")
+UMBRELLA_HEADERS = ("torch/extension.h", "torch/all.h", "torch/types.h", "ATen/ATen.h")
+
+
+def compiled_headers(build_dir: Path) -> set[str]:
+    """Every header the build's objects compiled, as ninja recorded them (its `deps` log)."""
+    deps = subprocess.run([shutil.which("ninja") or "ninja", "-C", str(build_dir), "-t", "deps"],
+                          capture_output=True, text=True, check=True).stdout
+    return {line.strip() for line in deps.splitlines() if line.startswith(" ")}
+
+
+def test_no_cuda_build_compiles_an_umbrella_header(kernels_plan):
+    """kernels/ include the tensor API header by header (kernels/kv_common.cuh) and the harness's binding file
+    does too (build.BINDING_PRELUDE), so no build compiles torch/extension.h or ATen/ATen.h: they cost each
+    build minutes of one core (a variant's main.cpp 48 s against 16 s, a small .cu 153 s against 33 s)."""
+    cuda = [t for t in kernels_plan.targets if t.kind == Kind.KERNEL and t.so_path.endswith(".so")]
+    assert cuda
+    compiled = {t.name: compiled_headers(Path(t.so_path).parent) for t in cuda}
+    assert all(compiled.values()), f"ninja recorded no headers: {[n for n, hs in compiled.items() if not hs]}"
+    heavy = {name: sorted(h for h in headers if h.endswith(UMBRELLA_HEADERS)) for name, headers in compiled.items()}
+    assert not any(heavy.values()), heavy
 
 
 def shared_library(tmp_path, source: str):
