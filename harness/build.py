@@ -209,6 +209,30 @@ def first_error_lines(text: str, limit: int = 6) -> str:
     return "\n".join(picked)
 
 
+ANY_INCLUDE_OF_TORCH = re.compile(r'^\s*#\s*include\s*(<(torch|ATen|c10)/|")', re.M)  # a quoted header may bring it
+TORCH_NAME = re.compile(r"\b(torch|at|c10)::")
+MISSING_MEMBER = re.compile(r'namespace "(at|torch)" has no member "(\w+)"')
+
+
+def include_hint(cuda_source: str, errors: str) -> str:
+    """One line for a failed build whose errors look like a missing include, since the harness adds no header in
+    front of a .cu (load_inline's no_implicit_headers): empty when nothing points that way."""
+    hints = []
+    for namespace, name in dict.fromkeys(MISSING_MEMBER.findall(errors)):
+        declared_in = f"declared in <ATen/ops/{name}.h>"
+        if not (Path(torch.__file__).parent / "include" / "ATen" / "ops" / f"{name}.h").is_file():
+            declared_in = ""
+        if namespace == "at" and declared_in:
+            hints.append(f"at::{name} is {declared_in}")
+        elif namespace == "torch":
+            hints.append(f"torch::{name} is at::{name}, {declared_in}" if declared_in else
+                         f"torch::{name} needs <torch/types.h>, slow to compile (at::{name} needs less)")
+    if not hints and TORCH_NAME.search(cuda_source) and not ANY_INCLUDE_OF_TORCH.search(cuda_source):
+        hints.append("the .cu names torch's API but includes none of its headers, and the harness adds none: "
+                     "include <ATen/core/Tensor.h> and what else it uses")
+    return ("hint: " + "; ".join(hints) + " (README, Writing a variant)") if hints else ""
+
+
 TORCH_LOCK = "lock"            # load_inline's own lock file in the build folder
 BUILD_LOCK = "harness.lock"    # ours: an flock, which the kernel releases when its holder dies
 
@@ -292,8 +316,9 @@ def _build_locked(src: ExtensionSource, archs: tuple[str, ...], libraries, modul
     except Exception as exc:  # compile, link and import errors all end here
         text = str(exc)
         log_path.write_text(text)
+        message = "\n".join(part for part in (first_error_lines(text), include_hint(src.cuda_source, text)) if part)
         return BuildResult(src.name, ok=False, seconds=time.perf_counter() - start,
-                           message=first_error_lines(text), log_path=str(log_path))
+                           message=message, log_path=str(log_path))
     seconds = time.perf_counter() - start
     warn_shared_statics(src.name, module.__file__)
     return BuildResult(src.name, ok=True, so_path=module.__file__, module_name=module_name,

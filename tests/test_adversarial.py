@@ -1,12 +1,12 @@
 """Adversarial variants (tests/adversarial/*.cu and *.py): each is wrong in one way, and the harness must say
 which.
 
-CPU part (marker `build`, no GPU): the three variants that fail to build, the Python one that fails to
+CPU part (marker `build`, no GPU): the four variants that fail to build, the Python one that fails to
 import, and the bad header, through runner.plan; the CLI keeps finished rows, marked incomplete, when a run
 is interrupted.
 GPU part (marker `gpu`, the H200): the whole folder through the real command line, once; each variant's
 row must carry its own status, the correct neighbour must keep its timings, and no row may be missing.
-The run leaves out torch.compile (its compile time would dominate), the four build failures (failed
+The run leaves out torch.compile (its compile time would dominate), the five build failures (failed
 builds are never cached; the build tests above cover them) and the kernel breakdowns (test_breakdown.py
 covers them), and uses a short row timeout: the infinite loop costs that much.
 """
@@ -50,6 +50,7 @@ CASES = {
     "compile_error": (Status.BUILD_FAILED, "error"),
     "no_forward": (Status.BUILD_FAILED, "undefined symbol"),
     "wrong_signature": (Status.BUILD_FAILED, "undefined symbol"),
+    "no_includes": (Status.BUILD_FAILED, "hint: the .cu names torch's API but includes none of its headers"),
     "bad_header": (Status.BAD_HEADER, "bad_header.cu:1: unknown header key 'speed'"),
     # Python variants: the same checks, and their own build failures
     "py_import_error": (Status.BUILD_FAILED, "No module named 'kvbench_no_such_module'"),
@@ -60,7 +61,7 @@ CASES = {
 CORRECT = "correct_neighbour"
 OK_FLAGGED = {"refuses_capture": "graph-unchecked"}  # ok, but the table must show the check it skipped
 BASELINE_ROWS = ("empty-kernel", "eager", "eager-graph", "torch-2gemm")
-BUILD_FAILURES = ("compile_error", "no_forward", "wrong_signature", "py_import_error")
+BUILD_FAILURES = ("compile_error", "no_forward", "wrong_signature", "no_includes", "py_import_error")
 GPU_RUN = sorted(p.stem for p in discover.discover(ADV) if p.stem not in BUILD_FAILURES)
 
 
@@ -87,7 +88,7 @@ def test_bad_header_names_file_and_line_without_building():
 
 @pytest.fixture(scope="module")
 def failing_plan():
-    """One plan (three builds and an import that fail; failed builds are never cached) shared by the build tests."""
+    """One plan (four builds and an import that fail; failed builds are never cached) shared by the build tests."""
     paths = [p for p in discover.discover(ADV) if p.stem in (*BUILD_FAILURES, "bad_header")]
     tasks = [Task(preset("seed"), "float32"), Task(preset("deepseek-v2-lite"), "float32")]
     return runner.plan(paths, tasks), tasks

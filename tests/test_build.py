@@ -79,6 +79,21 @@ def test_no_cuda_build_compiles_an_umbrella_header(kernels_plan):
     assert not any(heavy.values()), heavy
 
 
+def test_a_missing_operator_header_gets_a_hint_naming_it():
+    """nvcc's words for an ATen name whose header is missing become a hint naming the header; errors of any other
+    kind get none (the no-header case is tests/adversarial/no_includes.cu)."""
+    from harness.build import include_hint
+    source = '#include "kv_common.cuh"\n'
+    assert include_hint(source, 'v.cu(9): error: namespace "at" has no member "zeros"') == \
+        "hint: at::zeros is declared in <ATen/ops/zeros.h> (README, Writing a variant)"
+    torch_name = include_hint(source, 'v.cu(9): error: namespace "torch" has no member "empty"')
+    assert "torch::empty is at::empty, declared in <ATen/ops/empty.h>" in torch_name
+    assert "<torch/types.h>" in include_hint(source, 'v.cu(9): error: namespace "torch" has no member "Tensor"')
+    assert include_hint(source, 'v.cu(9): error: namespace "at" has no member "no_such_op"') == ""
+    assert include_hint("at::Tensor forward();\n", "v.cu(1): error: expected an expression") != ""
+    assert include_hint(source + "at::Tensor forward();\n", "v.cu(1): error: expected an expression") == ""
+
+
 def shared_library(tmp_path, source: str):
     """`source` (C++) built by g++ into a shared library, for the process-wide-object detector."""
     src, so = tmp_path / "lib.cpp", tmp_path / "lib.so"
