@@ -218,15 +218,13 @@ def include_hint(cuda_source: str, errors: str) -> str:
     """One line for a failed build whose errors look like a missing include, since the harness adds no header in
     front of a .cu (load_inline's no_implicit_headers): empty when nothing points that way."""
     hints = []
+    operator_headers = Path(torch.__file__).parent / "include" / "ATen" / "ops"
     for namespace, name in dict.fromkeys(MISSING_MEMBER.findall(errors)):
-        declared_in = f"declared in <ATen/ops/{name}.h>"
-        if not (Path(torch.__file__).parent / "include" / "ATen" / "ops" / f"{name}.h").is_file():
-            declared_in = ""
-        if namespace == "at" and declared_in:
-            hints.append(f"at::{name} is {declared_in}")
+        if (operator_headers / f"{name}.h").is_file():
+            hints.append(f"at::{name} is declared in <ATen/ops/{name}.h>" if namespace == "at" else
+                         f"torch::{name} is at::{name}, declared in <ATen/ops/{name}.h>")
         elif namespace == "torch":
-            hints.append(f"torch::{name} is at::{name}, {declared_in}" if declared_in else
-                         f"torch::{name} needs <torch/types.h>, slow to compile (at::{name} needs less)")
+            hints.append(f"torch::{name} needs <torch/types.h>, slow to compile (at::{name} needs less)")
     if not hints and TORCH_NAME.search(cuda_source) and not ANY_INCLUDE_OF_TORCH.search(cuda_source):
         hints.append("the .cu names torch's API but includes none of its headers, and the harness adds none: "
                      "include <ATen/core/Tensor.h> and what else it uses")
